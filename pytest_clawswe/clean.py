@@ -1,0 +1,50 @@
+"""`clawswe clean`: remove what killed runs left behind (containers, volumes, networks labelled by a run)."""
+from __future__ import annotations
+
+from .workspace import LABEL_RUN, InfraError, docker_client, owner_alive
+
+
+def leftovers(client, run_id: str | None = None) -> dict[str, list]:
+    label = f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN
+    return {
+        "containers": client.containers.list(all=True, filters={"label": label}),
+        "volumes": client.volumes.list(filters={"label": label}),
+        "networks": client.networks.list(filters={"label": label}),
+    }
+
+
+def clean(client, run_id: str | None = None, dry_run: bool = False, include_live: bool = False,
+          progress=print) -> int:
+    found = leftovers(client, run_id)
+    removed = 0
+    for kind in ("containers", "volumes", "networks"):  # containers first: they hold the others
+        for obj in found[kind]:
+            labels = obj.labels if kind == "containers" else (obj.attrs.get("Labels") or {})
+            if not include_live and owner_alive(labels):
+                continue  # a run in progress owns it
+
+            progress(f"{'would remove' if dry_run else 'removing'} {kind[:-1]} {obj.name}")
+            if not dry_run:
+                obj.remove(force=True) if kind == "containers" else obj.remove()
+            removed += 1
+    return removed
+
+
+def _cli(args) -> int:
+    from .cli import UserError
+
+    try:
+        client = docker_client()
+    except InfraError as exc:
+        raise UserError(str(exc)) from None
+    n = clean(client, args.run_id, args.dry_run, include_live=args.all)
+    print(f"{'found' if args.dry_run else 'removed'} {n} leftover object(s)")
+    return 0
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser("clean", help="remove containers, volumes and networks that killed runs left behind")
+    p.add_argument("--run-id", help="only this run's leftovers (default: every clawswe run's)")
+    p.add_argument("--dry-run", action="store_true", help="list, remove nothing")
+    p.add_argument("--all", action="store_true", help="also what runs still in progress on this machine own")
+    p.set_defaults(func=_cli)

@@ -1,0 +1,47 @@
+"""The `clawswe` command: the jobs around a run (images, harness bundles, reports, Lite, clean-up).
+
+Running the benchmark itself is `pytest --harness ...`; this command never duplicates that.
+Each subcommand lives in the module that does the work and registers itself through `add_cli`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# module -> it defines add_cli(subparsers), and the parsers it adds set `func(args) -> int`
+COMMAND_MODULES = ["images", "bundles", "report", "lite", "clean"]
+
+
+class UserError(Exception):
+    """A problem the user can fix; printed as one sentence, no traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="clawswe", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"pytest_clawswe.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"pytest_clawswe.{name}":
+                raise
+            continue  # a subcommand still being written
+        module.add_cli(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"clawswe: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("clawswe: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

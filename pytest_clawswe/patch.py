@@ -1,0 +1,108 @@
+"""The patch contract: the patch is read from repository state, never parsed from the agent's answer.
+
+Collected as the paper does it (`git add -A`, binary files unstaged, `git diff --cached BASE`), then cleaned:
+whole file sections are dropped for lockfiles and build manifests, non-ASCII paths and binary content.
+Both the raw and the cleaned patch are kept.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from .workspace import InfraError, Workspace
+
+# Files whose changes are environment churn, not a fix (the paper's list).
+DROPPED_FILES = frozenset({
+    "pyproject.toml", "tox.ini", "setup.py", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
+    "Cargo.lock", "poetry.lock", "Gemfile.lock", "composer.lock", "Pipfile.lock", "go.sum",
+})
+_SECTION = re.compile(r"^diff --git ", re.MULTILINE)
+_HEADER = re.compile(r'^diff --git (?:"?a/(.*?)"?) (?:"?b/(.*?)"?)$')
+
+
+@dataclass
+class CollectedPatch:
+    raw: str
+    clean: str
+    dropped: list[str]  # "path: reason" for each section cleaning removed
+
+    @property
+    def changed_lines(self) -> int:
+        return count_changed_lines(self.clean)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.changed_lines == 0
+
+
+def count_changed_lines(patch: str) -> int:
+    return sum(1 for line in patch.splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++ ", "--- ")))
+
+
+def split_sections(patch: str) -> list[str]:
+    starts = [m.start() for m in _SECTION.finditer(patch)]
+    return [patch[a:b] for a, b in zip(starts, starts[1:] + [len(patch)])]
+
+
+def section_path(section: str) -> str:
+    first = section.split("\n", 1)[0]
+    m = _HEADER.match(first)
+    return (m.group(2) or m.group(1)) if m else first[len("diff --git "):]
+
+
+def drop_reason(section: str) -> str | None:
+    path = section_path(section)
+    first = section.split("\n", 1)[0]
+    if path.rsplit("/", 1)[-1] in DROPPED_FILES:
+        return "lockfile or build manifest"
+    # git quotes paths with bytes outside ASCII ("\303\251"); either form means a non-ASCII name
+    if '"' in first or not first.isascii():
+        return "non-ASCII path"
+    if re.search(r"^(Binary files .* differ|GIT binary patch)$", section, re.MULTILINE):
+        return "binary content"
+    return None
+
+
+def clean_patch(raw: str) -> tuple[str, list[str]]:
+    kept, dropped = [], []
+    for section in split_sections(raw):
+        reason = drop_reason(section)
+        if reason:
+            dropped.append(f"{section_path(section)}: {reason}")
+        else:
+            kept.append(section if section.endswith("\n") else section + "\n")
+    return "".join(kept), dropped
+
+
+def scrub_artifacts(ws: Workspace, paths: tuple[str, ...], workdir: str = "/testbed") -> None:
+    """Remove harness-written files that git does not track (the adapter saved them already)."""
+    for path in paths:
+        quoted = shlex.quote(path)
+        ws.exec(f"cd {workdir} && if [ -z \"$(git ls-files -- {quoted})\" ]; then rm -rf -- {quoted}; fi")
+
+
+def collect_patch(ws: Workspace, base_commit: str, workdir: str = "/testbed") -> CollectedPatch:
+    # A fresh index in a temp file: the agent's own staging (or a broken index) does not matter.
+    script = f"""
+set -e
+cd {workdir}
+export GIT_INDEX_FILE=/tmp/.clawswe-index
+rm -f "$GIT_INDEX_FILE"
+git read-tree {base_commit}
+git add -A .
+git diff --cached --numstat {base_commit} | awk -F'\\t' '$1=="-" && $2=="-" {{print $3}}' > /tmp/.clawswe-binary
+if [ -s /tmp/.clawswe-binary ]; then git reset -q {base_commit} --pathspec-from-file=/tmp/.clawswe-binary; fi
+git -c core.quotePath=true diff --no-color --no-ext-diff --cached {base_commit}
+rm -f "$GIT_INDEX_FILE" /tmp/.clawswe-binary
+"""
+    result = ws.exec(["bash", "-c", script])
+    if result.exit_code != 0:
+        if "not a git repository" in result.output or "No such file or directory" in result.output:
+            raw = ""  # the agent deleted /testbed: nothing to collect, an empty patch
+            return CollectedPatch(raw, raw, ["/testbed: repository missing after the agent ran"])
+        raise InfraError(f"collecting the patch from {workdir} failed: {result.output.strip()[-500:]}")
+    raw = result.stdout
+    clean, dropped = clean_patch(raw)
+    return CollectedPatch(raw, clean, dropped)

@@ -1,0 +1,313 @@
+"""pytest hooks of pytest-clawswe: options, collection of instance items, and run-level reporting.
+
+`pytest --harness NAME` switches pytest into benchmark mode: the session collects one item per selected
+instance instead of test files, so the project's own tests and benchmark items never mix. The work of an
+item is done by runner.Runner; this module only wires it into pytest.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from . import outputs
+from .harness import HarnessError, get_harness_class
+from .instances import LANGUAGE_MARKERS, DatasetError, Instance, language_marker, load_instances, \
+    read_instances_file, select
+from .results import RESOLVED, InstanceResult
+from .runner import RunConfig, Runner
+from .workspace import LABEL_RUN, InfraError
+
+RUN_KEY = pytest.StashKey["RunConfig"]()
+# Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
+SETUP_ALLOWANCE_S = 1200
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("clawswe", "Claw-SWE-Bench: coding-agent harnesses on SWE-bench-style instances")
+    g.addoption("--harness", help="run the benchmark with this harness adapter (e.g. openclaw, oracle, nop); "
+                                  "without it pytest runs ordinary tests")
+    g.addoption("--model", default="", help="model for the harness, e.g. openrouter/z-ai/glm-5.1 or scripted/gold")
+    g.addoption("--dataset", default="claw-swe-bench",
+                help="claw-swe-bench (350), multilingual, verified-mini, demo, or a path to a swebench task repo, "
+                     ".json/.jsonl/.parquet file or datasets folder (default: %(default)s)")
+    g.addoption("--lite", action="store_true", help="only the 80 Claw-SWE-Bench Lite instances")
+    g.addoption("--instance-ids", default="", help="comma- or space-separated instance ids to run")
+    g.addoption("--instances-file", help="file with one instance id per line (e.g. from `clawswe lite select`)")
+    g.addoption("--dataset-revision", help="pin the Hugging Face dataset revision (commit or tag)")
+    g.addoption("--run-dir", help="where the run's outputs go (default: reports/<run id>)")
+    g.addoption("--run-id", help="name of the run (default: <harness>_<model>_<timestamp>)")
+    g.addoption("--resume", metavar="RUN_DIR",
+                help="continue a run: instances with a final result are kept, the rest run")
+    g.addoption("--budget", type=float, default=3600.0,
+                help="wall-clock seconds the agent may work on one instance (default: %(default)s, as the paper)")
+    g.addoption("--eval-timeout", type=float, default=1800.0, help="seconds for the evaluation's test run")
+    g.addoption("--mem-limit", default="8g", help="memory limit of each container (default: %(default)s)")
+    g.addoption("--pids-limit", type=int, default=300, help="process limit of each container (default: %(default)s)")
+    g.addoption("--harness-option", action="append", default=[], metavar="KEY=VALUE",
+                help="option passed to the harness adapter (repeatable)")
+
+
+def _benchmark_mode(config: pytest.Config) -> bool:
+    return bool(config.getoption("harness", None))
+
+
+def _default_run_id(config: pytest.Config) -> str:
+    model = re.sub(r"[^A-Za-z0-9.-]+", "-", config.getoption("model") or "").strip("-")
+    parts = [config.getoption("harness"), model, time.strftime("%Y%m%d-%H%M%S")]
+    return "_".join(p for p in parts if p)
+
+
+def _run_config(config: pytest.Config) -> RunConfig:
+    worker = getattr(config, "workerinput", None)
+    if worker and "clawswe_run_id" in worker:  # xdist worker: the controller chose the run
+        run_id, run_dir = worker["clawswe_run_id"], Path(worker["clawswe_run_dir"])
+    elif config.getoption("resume"):
+        run_dir = Path(config.getoption("resume")).resolve()
+        if not run_dir.is_dir():
+            raise pytest.UsageError(f"--resume {run_dir}: no such run directory")
+        run_id = config.getoption("run_id") or run_dir.name
+    else:
+        run_id = config.getoption("run_id") or _default_run_id(config)
+        default = Path(config.invocation_params.dir, "reports", run_id)
+        run_dir = Path(config.getoption("run_dir") or default).resolve()
+    options = {}
+    for item in config.getoption("harness_option"):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise pytest.UsageError(f"--harness-option {item!r}: use KEY=VALUE")
+        options[key] = value
+    return RunConfig(run_id=run_id, run_dir=run_dir, harness_name=config.getoption("harness"),
+                     model=config.getoption("model"), budget_s=config.getoption("budget"),
+                     eval_timeout_s=config.getoption("eval_timeout"),
+                     mem_limit=config.getoption("mem_limit") or None,
+                     pids_limit=config.getoption("pids_limit") or None,
+                     dataset_revision=config.getoption("dataset_revision"), harness_options=options)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for language, marker in LANGUAGE_MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: instances of the {language} language group")
+    config.addinivalue_line("markers", "clawswe: a Claw-SWE-Bench instance item")
+    if not _benchmark_mode(config):
+        return
+    try:
+        get_harness_class(config.getoption("harness"))
+    except HarnessError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(BenchmarkSession(config, _run_config(config)), "clawswe-session")
+
+
+class BenchmarkSession:
+    """The benchmark run inside one pytest process (the controller, or an xdist worker)."""
+
+    def __init__(self, config: pytest.Config, cfg: RunConfig):
+        self.config = config
+        self.cfg = cfg
+        self.is_worker = hasattr(config, "workerinput")
+        self._runner: Runner | None = None
+        config.stash[RUN_KEY] = cfg
+        # --collect-only lists items and runs nothing: it leaves no run directory behind
+        self.writes = not self.is_worker and not config.option.collectonly
+        if self.writes:
+            cfg.run_dir.mkdir(parents=True, exist_ok=True)
+            _write_run_info(config, cfg)
+
+    @property
+    def runner(self) -> Runner:
+        if self._runner is None:
+            from .workspace import docker_client
+
+            harness = get_harness_class(self.cfg.harness_name)(self.cfg.model, self.cfg.harness_options)
+            self._runner = Runner(self.cfg, harness, docker_client(), progress=_progress)
+        return self._runner
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:  # xdist: every worker runs the controller's run
+        node.workerinput["clawswe_run_id"] = self.cfg.run_id
+        node.workerinput["clawswe_run_dir"] = str(self.cfg.run_dir)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session):
+        if self.config.pluginmanager.hasplugin("dsession"):
+            return None  # xdist controller: the workers collect
+        return _collect(session)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # the controller keeps the run-level files current, so a crash loses nothing already finished
+        if report.when == "teardown" and self.writes:
+            outputs.rebuild(self.cfg.run_dir)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.writes:
+            return
+        _remove_leftovers(self.cfg.run_id)
+        outputs.rebuild(self.cfg.run_dir)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        summary_file = self.cfg.run_dir / "summary.json"
+        if not self.writes or not summary_file.is_file():
+            return
+        import json
+
+        tr = terminalreporter
+        tr.write_sep("=", "clawswe summary")
+        tr.write_line(f"run dir: {self.cfg.run_dir}")
+        for line in _summary_lines(json.loads(summary_file.read_text())):
+            tr.write_line(line)
+
+
+def _write_run_info(config: pytest.Config, cfg: RunConfig) -> None:
+    import json
+
+    from .results import write_atomic
+
+    info_path = cfg.run_dir / "run.json"
+    info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+    info.update({
+        "run_id": cfg.run_id, "harness": cfg.harness_name, "model": cfg.model,
+        "dataset": config.getoption("dataset"), "lite": config.getoption("lite"),
+        "budget_s": cfg.budget_s, "eval_timeout_s": cfg.eval_timeout_s,
+        "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit,
+        "dataset_revision": cfg.dataset_revision, "harness_options": cfg.harness_options,
+    })
+    info.setdefault("started_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    info.setdefault("invocations", []).append(" ".join(shlex.quote(a) for a in sys.argv))
+    write_atomic(info_path, json.dumps(info, indent=2) + "\n")
+
+
+# -- collection ------------------------------------------------------------------------------------
+
+def _selected_instances(config: pytest.Config) -> list[Instance]:
+    instances = load_instances(config.getoption("dataset"), lite=config.getoption("lite"))
+    ids = [i for i in re.split(r"[,\s]+", config.getoption("instance_ids")) if i]
+    if config.getoption("instances_file"):
+        ids += read_instances_file(config.getoption("instances_file"))
+    return select(instances, ids)
+
+
+def _collect(session: pytest.Session) -> bool:
+    from _pytest.runner import collect_one_node
+
+    config = session.config
+    dataset = config.getoption("dataset")
+    name = dataset if dataset in ("demo", "claw-swe-bench", "multilingual", "verified-mini") else Path(dataset).name
+    # node ids are "<dataset>::<instance id>", wherever pytest was started from
+    collector = DatasetCollector.from_parent(session, name=name, nodeid=name)
+    session.ihook.pytest_collectstart(collector=collector)
+    report = collect_one_node(collector)
+    session.ihook.pytest_collectreport(report=report)
+    items = list(report.result) if report.passed else []
+    session.ihook.pytest_collection_modifyitems(session=session, config=config, items=items)
+    session.ihook.pytest_collection_finish(session=session)
+    session.items = items
+    session.testscollected = len(items)
+    if report.failed:
+        session.testsfailed += 1
+    return True
+
+
+class DatasetCollector(pytest.Collector):
+    """The dataset as a pytest collector: its children are the instance items."""
+
+    def collect(self):
+        try:
+            instances = _selected_instances(self.config)
+        except DatasetError as exc:
+            raise self.CollectError(str(exc)) from None
+        for inst in instances:
+            yield InstanceItem.from_parent(self, name=inst.instance_id, instance=inst)
+
+    def repr_failure(self, excinfo):
+        if excinfo.errisinstance(self.CollectError):
+            return str(excinfo.value.args[0])
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"dataset {self.name}"
+
+
+class NotResolved(Exception):
+    """The evaluator says the instance is not resolved: a test failure with the reason."""
+
+
+class InstanceItem(pytest.Item):
+    """One benchmark instance. The run happens in setup, so an infrastructure failure is a pytest error;
+    the call phase only asserts the evaluator's verdict, so 'not resolved' is a failure."""
+
+    def __init__(self, *, instance: Instance, **kwargs):
+        super().__init__(**kwargs)
+        self.instance = instance
+        self.result: InstanceResult | None = None
+        self.add_marker("clawswe")
+        self.add_marker(language_marker(instance.language))
+        # -k matches these: the language, the repository and its short name
+        self.extra_keyword_matches.update({instance.language, instance.repo, instance.repo_name})
+        cfg = self.config.stash.get(RUN_KEY, None)
+        if cfg is not None and self.config.getoption("timeout", None) is None:
+            # pytest-timeout is the hard stop of the whole item; the agent's own budget ends earlier inside it
+            limit = cfg.budget_s + cfg.eval_timeout_s + SETUP_ALLOWANCE_S
+            self.add_marker(pytest.mark.timeout(limit, method="signal"))
+
+    def setup(self) -> None:
+        runner = self.config.pluginmanager.get_plugin("clawswe-session").runner
+        previous = runner.finished(self.instance.instance_id)
+        if previous is not None:
+            self.result, self.reused = previous, True
+            return
+        self.reused = False
+        try:
+            self.result = runner.run(self.instance)
+        finally:
+            if self.result is None:  # errored: record what is on disk so reports see it
+                self.result = runner.finished(self.instance.instance_id)
+
+    def runtest(self) -> None:
+        r = self.result
+        for key, value in _properties(r).items():
+            self.user_properties.append((key, value))
+        if r.outcome != RESOLVED:
+            raise NotResolved(f"{r.outcome}: {r.error or 'not resolved'}")
+
+    def repr_failure(self, excinfo, style=None):
+        if excinfo.errisinstance((NotResolved, InfraError, DatasetError, HarnessError)):
+            return f"{self.instance.instance_id}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.instance.instance_id} [{self.instance.language}, {self.instance.repo}]"
+
+
+def _properties(r: InstanceResult) -> dict:
+    return {"resolved": bool(r.resolved), "outcome": r.outcome, "language": r.language, "repo": r.repo,
+            "finish_reason": r.finish_reason, "duration_s": r.duration_s, "patch_lines": r.patch_lines,
+            "turns": r.usage.requests, "cost_usd": "" if r.cost_usd is None else r.cost_usd}
+
+
+def _progress(message: str) -> None:
+    # xdist captures workers' stdout; their stderr reaches the terminal
+    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
+
+
+def _remove_leftovers(run_id: str) -> None:
+    """Containers of this run still alive at the end (a killed worker leaves its container behind)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        for container in client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}):
+            container.remove(force=True)
+    except Exception:  # no engine: nothing was started, or `clawswe clean` will do it later
+        pass
+
+
+def _summary_lines(s: dict) -> list[str]:
+    try:
+        from .summary import terminal_lines
+    except ImportError:  # pragma: no cover
+        return [f"{k}: {v}" for k, v in s.items() if not isinstance(v, dict)]
+    return terminal_lines(s)

@@ -1,0 +1,183 @@
+"""One benchmark item from start to finish: workspace, agent, patch, score, artifacts.
+
+An instance's folder is written in a temporary folder and renamed into place when the item ends, so a
+crash at any moment leaves each instance either complete or absent, never half-written.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .harness import AgentRun, Harness, TaskContext
+from .instances import Instance, load_row
+from .patch import collect_patch, scrub_artifacts
+from .prepare import check_purged, prepared_image
+from .results import ERROR, METADATA, InstanceResult, instance_dir, write_atomic
+from .workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, ensure_image, owner_label
+
+RETRIES_ON_HARNESS_ERROR = 1  # the paper's setting
+
+
+@dataclass
+class RunConfig:
+    """Everything a worker needs to run items; identical in the controller and every xdist worker."""
+
+    run_id: str
+    run_dir: Path
+    harness_name: str
+    model: str
+    budget_s: float = 3600.0
+    eval_timeout_s: float = 1800.0
+    mem_limit: str | None = "8g"
+    pids_limit: int | None = 300
+    dataset_revision: str | None = None
+    harness_options: dict = field(default_factory=dict)
+
+    @property
+    def model_label(self) -> str:
+        return f"{self.harness_name}/{self.model}" if self.model else self.harness_name
+
+
+class Runner:
+    def __init__(self, config: RunConfig, harness: Harness, client, progress=print):
+        self.config = config
+        self.harness = harness
+        self.client = client
+        self.progress = progress
+        self.gateway = None  # set by the plugin when the harness calls a model
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {LABEL_RUN: self.config.run_id, **owner_label()}
+
+    def finished(self, instance_id: str) -> InstanceResult | None:
+        """The final result of an earlier attempt in this run dir, if there is one (errors are not final)."""
+        meta = instance_dir(self.config.run_dir, instance_id) / METADATA
+        if not meta.is_file():
+            return None
+        result = InstanceResult.from_json(json.loads(meta.read_text()))
+        return None if result.outcome == ERROR else result
+
+    def run(self, instance: Instance) -> InstanceResult:
+        cfg = self.config
+        final_dir = instance_dir(cfg.run_dir, instance.instance_id)
+        work = final_dir.with_name(f".{instance.instance_id}.partial")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        result = InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
+                                model=cfg.model, language=instance.language, repo=instance.repo,
+                                image=instance.image)
+        timings = result.timings
+        started = time.monotonic()
+        try:
+            self._run_phases(instance, work, result)
+        except InfraError as exc:
+            result.outcome, result.resolved, result.error = ERROR, None, str(exc)
+            raise
+        except BaseException as exc:  # timeout, Ctrl-C, a bug: recorded as an error, then re-raised
+            result.outcome, result.resolved = ERROR, None
+            result.error = result.error or f"interrupted: {type(exc).__name__}: {exc}"[:500]
+            raise
+        finally:
+            timings["total"] = round(time.monotonic() - started, 3)
+            self._commit(work, final_dir, result)
+        return result
+
+    def _run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
+        cfg, timings = self.config, result.timings
+        row = load_row(instance, cfg.dataset_revision)
+        result.base_commit = row["base_commit"]
+        result.image = row["image"]
+        prompt = self.harness.prompt(row)
+        (work / "prompt.txt").write_text(prompt)
+
+        t = time.monotonic()
+        ensure_image(self.client, row["image"], progress=self.progress)
+        image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
+                                       self.labels, progress=self.progress)
+        timings["prepare_image"] = round(time.monotonic() - t, 3)
+
+        labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}
+        docker_args = self.harness.get_docker_args(instance.instance_id)
+        t = time.monotonic()
+        ws = Workspace(self.client, image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
+                       **docker_args)
+        with ws:
+            timings["container_start"] = round(time.monotonic() - t, 3)
+            t = time.monotonic()
+            check_purged(ws, row["base_commit"])  # proven again on every item, cached image or not
+            timings["purge_check"] = round(time.monotonic() - t, 3)
+
+            ctx = TaskContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
+            if self.gateway is not None:
+                ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance, row)
+            t = time.monotonic()
+            run = self._agent_phase(ctx, prompt, result)
+            timings["agent"] = round(time.monotonic() - t, 3)
+            (work / "agent.log").write_text(run.output)
+            result.finish_reason = run.finish_reason
+            result.harness_usage = run.harness_usage
+            if run.finish_reason == "error" and run.message:
+                result.error = run.message
+
+            t = time.monotonic()
+            for path in self.harness.workspace_artifacts:
+                ws.copy_out(f"{ctx.workdir}/{path}", work / "workspace_artifacts")
+            scrub_artifacts(ws, self.harness.workspace_artifacts, ctx.workdir)
+            patch = collect_patch(ws, row["base_commit"], ctx.workdir)
+            timings["patch"] = round(time.monotonic() - t, 3)
+            t = time.monotonic()
+        timings["container_remove"] = round(time.monotonic() - t, 3)
+        (work / "patch.raw.diff").write_text(patch.raw)
+        (work / "patch.diff").write_text(patch.clean)
+        if patch.dropped:
+            (work / "patch.dropped.txt").write_text("\n".join(patch.dropped) + "\n")
+        result.patch_lines = patch.changed_lines
+        if patch.is_empty and result.finish_reason == "stop":
+            result.finish_reason = "empty"
+        if self.gateway is not None:
+            result.usage = self.gateway.usage(instance.instance_id)
+
+        from .scoring import score  # swebench takes a second to import: only items that run pay it
+
+        t = time.monotonic()
+        graded = score(self.client, row, patch.clean, run_id=cfg.run_id, model_label=cfg.model_label,
+                       eval_dir=work / "eval", labels={**self.labels, LABEL_INSTANCE: instance.instance_id},
+                       timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit)
+        timings["score"] = round(time.monotonic() - t, 3)
+        result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
+        if graded.message and not result.error:
+            result.error = graded.message if graded.outcome != "resolved" else ""
+
+    def _agent_phase(self, ctx: TaskContext, prompt: str, result: InstanceResult) -> AgentRun:
+        run = AgentRun("error")
+        for attempt in range(1 + RETRIES_ON_HARNESS_ERROR):
+            result.attempts = attempt + 1
+            if attempt:  # a retry starts from the prepared tree, not from the failed attempt's edits
+                ctx.workspace.exec(f"git reset -q --hard {ctx.row['base_commit']} && git clean -fdq",
+                                   workdir=ctx.workdir, check=True)
+            self.harness.create_agent(ctx)
+            try:
+                run = self.harness.send_task(ctx, prompt)
+            finally:
+                try:
+                    self.harness.backup_session(ctx, ctx.artifacts_dir / "session")
+                finally:
+                    self.harness.delete_agent(ctx)
+            if run.finish_reason == "timeout":
+                ctx.workspace.kill_all()
+            if run.finish_reason != "error":
+                break
+        return run
+
+    def _commit(self, work: Path, final_dir: Path, result: InstanceResult) -> None:
+        write_atomic(work / METADATA, json.dumps(result.to_json(), indent=2) + "\n")
+        old = final_dir.with_name(f".{final_dir.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        if final_dir.exists():
+            final_dir.rename(old)
+        work.rename(final_dir)
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,133 @@
+"""Scoring with the official SWE-bench 5 evaluator, in a fresh container from the instance image.
+
+swebench's `run_instance` does the work (patch application with its fallbacks, eval script, log parser,
+`get_eval_report`). Around it we add only what a benchmark run needs: the evaluation container carries the
+run's labels and no network, stops at once (its PID 1 ignores SIGTERM, so `docker stop` would wait 15 s),
+and its logs land in the instance's folder. An evaluator crash is an infrastructure error, never a fail.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import swebench.harness.run_evaluation as swe_run
+from swebench.harness.constants import APPLY_PATCH_FAIL, LOG_INSTANCE, LOG_REPORT, LOG_TEST_OUTPUT
+from swebench.harness.utils import make_test_spec
+
+from .results import APPLY_FAILED, ERROR, RESOLVED, UNRESOLVED
+from .workspace import LABEL_ROLE, InfraError
+
+
+@dataclass
+class Score:
+    outcome: str  # RESOLVED | UNRESOLVED | APPLY_FAILED | ERROR
+    resolved: bool | None
+    patch_applied: bool | None
+    message: str = ""
+    report: dict | None = None
+
+
+class _Containers:
+    """docker's containers collection, with our settings added to every container swebench creates."""
+
+    def __init__(self, containers, extra: dict):
+        self._containers, self._extra = containers, extra
+
+    def create(self, *args, **kwargs):
+        kwargs["labels"] = {**(kwargs.get("labels") or {}), **self._extra["labels"]}
+        for key, value in self._extra.items():
+            if key != "labels":
+                kwargs.setdefault(key, value)
+        return self._containers.create(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._containers, name)
+
+
+class _EvalClient:
+    def __init__(self, client, extra: dict):
+        self._client = client
+        self.containers = _Containers(client.containers, extra)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def empty_report(instance_id: str) -> dict:
+    """The report swebench's grader gives a prediction with no patch (it is counted, not run)."""
+    return {instance_id: {"patch_is_None": False, "patch_exists": False,
+                          "patch_successfully_applied": False, "resolved": False}}
+
+
+def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_dir: Path,
+          labels: dict[str, str], timeout: float | None = 1800, mem_limit: str | None = None) -> Score:
+    """Grade `patch` for the instance `row`; evaluator logs end up in eval_dir."""
+    iid = row["instance_id"]
+    eval_dir.mkdir(parents=True, exist_ok=True)
+    if not patch.strip():
+        report = empty_report(iid)
+        (eval_dir / LOG_REPORT).write_text(json.dumps(report, indent=2))
+        return Score(UNRESOLVED, False, False, "the patch is empty", report)
+
+    spec = make_test_spec(row)
+    pred = {"instance_id": iid, "model_name_or_path": model_label, "model_patch": patch}
+    extra = {"labels": {**labels, LABEL_ROLE: "eval"}, "network_disabled": True, "stop_signal": "SIGKILL"}
+    if mem_limit:
+        extra["mem_limit"] = mem_limit
+    # swebench writes under RUN_EVALUATION_LOG_DIR/<run_id>/<model>/<id>; point that into our run dir.
+    scratch = eval_dir.parent / ".swebench"
+    swe_run.RUN_EVALUATION_LOG_DIR = scratch
+    log_dir = scratch / run_id / model_label.replace("/", "__") / iid
+    shutil.rmtree(log_dir, ignore_errors=True)  # its report cache must not answer for a new patch
+    try:
+        result = swe_run.run_instance(spec, pred, _EvalClient(client, extra), run_id,
+                                      timeout=int(timeout) if timeout else None)
+    except Exception as exc:  # swebench raises only for machinery failures here
+        raise InfraError(f"the SWE-bench evaluator crashed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if log_dir.is_dir():
+            for item in log_dir.iterdir():
+                shutil.move(str(item), eval_dir / item.name)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    log_text = _read(eval_dir / LOG_INSTANCE)
+    if result is None:
+        if APPLY_PATCH_FAIL in log_text:
+            return Score(APPLY_FAILED, False, False, "the patch does not apply to the base commit")
+        if "Test timed out" in log_text:
+            return Score(UNRESOLVED, False, True, f"the tests timed out after {timeout} s")
+        tail = log_text.strip().splitlines()[-1:] or ["no log"]
+        raise InfraError(f"the SWE-bench evaluator failed for {iid}: {tail[0][:300]} "
+                         f"(log: {eval_dir / LOG_INSTANCE})")
+    report = result[1]
+    entry = report[iid]
+    if entry.get("infra_failure"):
+        raise InfraError(f"the evaluation environment broke for {iid} "
+                         f"({entry.get('infra_failure_reason')}); see {eval_dir / LOG_TEST_OUTPUT}")
+    if not entry.get("patch_successfully_applied"):
+        # swebench marks "applied" only when the test log parsed: no parseable output means the tests never ran
+        return Score(UNRESOLVED, False, True, "the tests produced no parseable output (build broken?)", report)
+    if entry.get("resolved"):
+        return Score(RESOLVED, True, True, "", report)
+    return Score(UNRESOLVED, False, True, _failing_tests(entry), report)
+
+
+def _failing_tests(entry: dict) -> str:
+    status = entry.get("tests_status") or {}
+    f2p = status.get("FAIL_TO_PASS", {}).get("failure", [])
+    p2p = status.get("PASS_TO_PASS", {}).get("failure", [])
+    parts = []
+    if f2p:
+        parts.append(f"{len(f2p)} FAIL_TO_PASS test(s) still fail (e.g. {f2p[0]})")
+    if p2p:
+        parts.append(f"{len(p2p)} PASS_TO_PASS test(s) broke (e.g. {p2p[0]})")
+    return "; ".join(parts) or "not resolved"
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.is_file() else ""
+
+
+__all__ = ["Score", "score", "ERROR"]

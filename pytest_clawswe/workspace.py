@@ -1,0 +1,274 @@
+"""One container per benchmark item, through the Docker SDK.
+
+The interface is kept to start, exec, copy in/out and remove so that another engine could sit behind it.
+Every container carries the run's labels, so `clawswe clean` finds what a killed run left behind.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import socket
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import docker
+import docker.errors
+
+LABEL_RUN = "clawswe.run"
+LABEL_INSTANCE = "clawswe.instance"
+LABEL_ROLE = "clawswe.role"
+LABEL_OWNER = "clawswe.owner"  # host:pid of the process that created it; `clawswe clean` spares live owners
+
+
+def owner_label() -> dict[str, str]:
+    return {LABEL_OWNER: f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def owner_alive(labels: dict[str, str]) -> bool:
+    host, _, pid = labels.get(LABEL_OWNER, "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class InfraError(Exception):
+    """The machinery failed (Docker, image, evaluator), not the agent: the item errors, never fails."""
+
+
+def docker_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=600)
+        client.ping()
+        return client
+    except docker.errors.DockerException as exc:
+        text = str(exc)
+        if "Permission denied" in text:
+            raise InfraError("no permission on the Docker socket; add your user to the docker group "
+                             "or run as root") from exc
+        raise InfraError("no Docker engine answers; start Docker (on a fresh Debian machine: "
+                         "scripts/docker-up.sh) and run again") from exc
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None  # None: killed at the deadline
+    stdout: str
+    seconds: float
+    stderr: str = ""
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    @property
+    def timed_out(self) -> bool:
+        return self.exit_code is None
+
+
+def ensure_image(client: docker.DockerClient, image: str, progress=print) -> None:
+    """Use the image if present locally, else pull it showing progress; one clear error if neither works."""
+    try:
+        client.images.get(image)
+        return
+    except docker.errors.ImageNotFound:
+        pass
+    repo, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "latest")
+    progress(f"pulling {image} ...")
+    try:
+        last = 0.0
+        for event in client.api.pull(repo, tag=tag or "latest", stream=True, decode=True):
+            if "error" in event:
+                raise docker.errors.APIError(event["error"])
+            if time.monotonic() - last > 10:  # one line every 10 s is enough for a long pull
+                detail = event.get("progress") or event.get("status", "")
+                progress(f"pulling {image}: {detail}")
+                last = time.monotonic()
+        client.images.get(image)
+    except docker.errors.DockerException as exc:
+        raise InfraError(f"image {image} is not on this machine and could not be pulled ({exc}); "
+                         "build it (`clawswe images build`) or check the network and registry") from exc
+
+
+class Workspace:
+    """A running container for one item. Use as a context manager: the container is removed on every path."""
+
+    def __init__(self, client: docker.DockerClient, image: str, *, labels: dict[str, str],
+                 name: str | None = None, mem_limit: str | None = "8g", pids_limit: int | None = 300,
+                 network: str | None = None, volumes_from: list[str] | None = None,
+                 environment: dict[str, str] | None = None, extra_hosts: dict[str, str] | None = None):
+        self.client = client
+        self.image = image
+        self.container = None
+        self._create = dict(
+            image=image, name=name, labels={**labels, **owner_label()}, detach=True,
+            # tini as PID 1: reaps agents' zombies and lets the container stop at once.
+            init=True, command=["sleep", "infinity"], entrypoint=[],
+            mem_limit=mem_limit, memswap_limit=mem_limit, pids_limit=pids_limit,
+            network=network, volumes_from=volumes_from or None,
+            environment=environment or {}, extra_hosts=extra_hosts or None,
+        )
+
+    def start(self) -> "Workspace":
+        try:
+            self.container = self.client.containers.run(
+                **{k: v for k, v in self._create.items() if v is not None})
+        except docker.errors.ImageNotFound as exc:
+            raise InfraError(f"image {self.image} is missing; build or pull it first") from exc
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"could not start a container from {self.image}: {exc}") from exc
+        # The one child of tini at start is the container's keep-alive process: kill_all spares it.
+        found = self.exec(["sh", "-c", _FIND_MAIN_PID])
+        self._main_pid = found.output.strip() or "2"
+        return self
+
+    def __enter__(self) -> "Workspace":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    def remove(self) -> None:
+        if self.container is None:
+            return
+        try:
+            self.container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.DockerException:
+            # the daemon may be gone; `clawswe clean` finds the container by its labels later
+            pass
+        self.container = None
+
+    # -- exec ------------------------------------------------------------------------------------
+    def exec(self, cmd: str | list[str], *, workdir: str | None = None, env: dict | None = None,
+             user: str = "root", check: bool = False, timeout: float | None = None) -> ExecResult:
+        """Run a command; with a timeout, every process in the container is killed at the deadline."""
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else cmd
+        if timeout is not None:
+            return self._exec_with_deadline(argv, workdir=workdir, env=env, user=user, timeout=timeout)
+        start = time.monotonic()
+        try:
+            code, (out, err) = self.container.exec_run(argv, workdir=workdir, environment=env, user=user,
+                                                       demux=True)
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"exec in container failed: {exc}") from exc
+        result = ExecResult(code, (out or b"").decode("utf-8", "replace"), time.monotonic() - start,
+                            (err or b"").decode("utf-8", "replace"))
+        if check and code != 0:
+            raise InfraError(f"command failed in container (exit {code}): {_short(argv)}\n{result.output[-2000:]}")
+        return result
+
+    def _exec_with_deadline(self, argv, *, workdir, env, user, timeout) -> ExecResult:
+        # Detached exec writing to a file in the container, polled: the deadline is ours, not the
+        # client socket's, and a kill inside the container reaches processes the agent forked.
+        log = "/tmp/.clawswe-exec.log"
+        wrapped = ["sh", "-c", f'exec "$@" >{log} 2>&1', "sh", *argv]
+        api = self.client.api
+        start = time.monotonic()
+        try:
+            exec_id = api.exec_create(self.container.id, wrapped, workdir=workdir, environment=env, user=user)["Id"]
+            api.exec_start(exec_id, detach=True)
+            code, delay = None, 0.05
+            while time.monotonic() - start < timeout:
+                info = api.exec_inspect(exec_id)
+                if not info["Running"]:
+                    code = info["ExitCode"]
+                    break
+                time.sleep(delay)
+                delay = min(delay * 1.5, 1.0)
+            if code is None:
+                self.kill_all()
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"exec in container failed: {exc}") from exc
+        output = self.read_file(log) or b""
+        self.exec(["rm", "-f", log])
+        return ExecResult(code, output.decode("utf-8", "replace"), time.monotonic() - start)
+
+    def kill_all(self) -> None:
+        """Kill every process in the container but tini and its keep-alive child: no agent process survives."""
+        result = self.container.exec_run(["sh", "-c", _KILL_ALL, "sh", self._main_pid], user="root")
+        if result.exit_code != 0:
+            raise InfraError("processes in the container survived SIGKILL for 10 s")
+
+    # -- files -----------------------------------------------------------------------------------
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        if isinstance(data, str):
+            data = data.encode()
+        p = PurePosixPath(path)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(p.name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        self.exec(["mkdir", "-p", str(p.parent)], check=True)
+        if not self.container.put_archive(str(p.parent), buf.getvalue()):
+            raise InfraError(f"could not copy {path} into the container")
+
+    def copy_in(self, src: Path, dest_dir: str) -> None:
+        """Copy a host file or folder into dest_dir in the container."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(str(src), arcname=Path(src).name)
+        self.exec(["mkdir", "-p", dest_dir], check=True)
+        self.container.put_archive(dest_dir, buf.getvalue())
+
+    def read_file(self, path: str) -> bytes | None:
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            return None
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                return None
+            return tar.extractfile(member).read()
+
+    def copy_out(self, path: str, dest_dir: Path) -> bool:
+        """Copy a container file or folder into dest_dir on the host; False when it does not exist."""
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            return False
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            safe = [m for m in tar.getmembers() if not (m.issym() or m.islnk() or m.isdev())]
+            tar.extractall(dest_dir, members=safe, filter="data")
+        return True
+
+
+_FIND_MAIN_PID = r"""
+for d in /proc/[0-9]*; do
+  p=${d#/proc/}; [ "$p" = "$$" ] && continue
+  read -r _ _ _ ppid _ < "$d/stat" 2>/dev/null && [ "$ppid" = 1 ] && { echo "$p"; exit 0; }
+done
+"""
+
+# Loops until only PID 1, the keep-alive process and this script are left (zombies wait for tini).
+_KILL_ALL = r"""
+main=$1; i=0
+while [ $i -lt 100 ]; do
+  left=0
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case "$p" in 1|"$main"|"$$") continue ;; esac
+    kill -9 "$p" 2>/dev/null && left=1
+  done
+  [ $left = 0 ] && exit 0
+  i=$((i+1)); sleep 0.1
+done
+exit 1
+"""
+
+
+def _short(argv: list[str]) -> str:
+    text = " ".join(shlex.quote(a) for a in argv)
+    return text if len(text) < 200 else text[:200] + "..."

@@ -1,0 +1,34 @@
+from pytest_clawswe.patch import clean_patch, count_changed_lines, section_path, split_sections
+
+
+def section(path, body="@@ -1 +1 @@\n-a\n+b\n", header=None):
+    header = header or f"diff --git a/{path} b/{path}"
+    return f"{header}\nindex 1..2 100644\n--- a/{path}\n+++ b/{path}\n{body}"
+
+
+def test_keeps_source_changes_and_drops_lockfiles_and_manifests():
+    raw = section("src/app.py") + section("Cargo.lock") + section("sub/package-lock.json") + section("go.sum") \
+        + section("lib/pyproject.toml")
+    clean, dropped = clean_patch(raw)
+    assert [section_path(s) for s in split_sections(clean)] == ["src/app.py"]
+    assert sorted(d.split(":")[0] for d in dropped) == ["Cargo.lock", "go.sum", "lib/pyproject.toml",
+                                                        "sub/package-lock.json"]
+
+
+def test_drops_binary_sections_and_non_ascii_paths():
+    binary = "diff --git a/img.png b/img.png\nindex 1..2 100644\nBinary files a/img.png and b/img.png differ\n"
+    quoted = section("x", header='diff --git "a/caf\\303\\251.py" "b/caf\\303\\251.py"')
+    clean, dropped = clean_patch(section("ok.py") + binary + quoted)
+    assert [section_path(s) for s in split_sections(clean)] == ["ok.py"]
+    assert any("binary" in d for d in dropped) and any("non-ASCII" in d for d in dropped)
+
+
+def test_changed_lines_ignore_file_headers():
+    patch = section("a.py", "@@ -1,2 +1,2 @@\n-x\n+y\n context\n")
+    assert count_changed_lines(patch) == 2
+    assert count_changed_lines("diff --git a/a b/a\nold mode 100644\nnew mode 100755\n") == 0
+
+
+def test_a_lockfile_named_like_a_directory_is_kept():
+    clean, dropped = clean_patch(section("go.sum.d/real.go"))
+    assert dropped == [] and "real.go" in clean
