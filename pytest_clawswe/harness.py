@@ -98,13 +98,36 @@ def available() -> dict[str, object]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def _load_by_path(spec: str) -> object:
+    """`pkg.module:Class` or `path/to/file.py:Class`: a harness that is not installed as a package."""
+    import importlib
+    import importlib.util
+
+    target, _, attr = spec.rpartition(":")
+    try:
+        if target.endswith(".py"):
+            path = Path(target).resolve()
+            module_spec = importlib.util.spec_from_file_location(f"clawswe_user_harness_{path.stem}", path)
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+        return getattr(module, attr)
+    except (ImportError, AttributeError, FileNotFoundError) as exc:
+        raise HarnessError(f"cannot load harness {spec!r}: {exc}") from exc
+
+
 def get_harness_class(name: str) -> type[Harness]:
     eps = available()
-    if name not in eps:
+    if ":" in name:
+        cls = _load_by_path(name)
+    elif name not in eps:
         known = ", ".join(sorted(eps)) or "none"
         raise HarnessError(f"unknown harness {name!r}; installed harnesses are: {known} "
-                           f"(a plugin adds one through the {ENTRY_POINT_GROUP!r} entry-point group)")
-    cls = eps[name].load()
+                           f"(a plugin adds one through the {ENTRY_POINT_GROUP!r} entry-point group, "
+                           "or pass module:Class / path/to/file.py:Class)")
+    else:
+        cls = eps[name].load()
     if not (isinstance(cls, type) and issubclass(cls, Harness)):
         raise HarnessError(f"entry point {name!r} does not name a pytest_clawswe.harness.Harness subclass")
     return cls

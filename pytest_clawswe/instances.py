@@ -84,6 +84,7 @@ class Instance:
     source: str  # "hf:<dataset name>" or a local path (task repo or file)
     image: str = ""
     setup_gitignore: bool = False
+    task_dir: str = ""  # a task repo's folder for this instance: its Dockerfile's build context
     row: dict | None = field(default=None, repr=False)  # the full row, once loaded
 
     @property
@@ -179,6 +180,10 @@ def load_instances(dataset: str = "claw-swe-bench", lite: bool = False) -> list[
     rows = load_local_rows(path)
     source = str(path.resolve())
     instances = [_from_row(row, source, _repo_languages()) for row in rows]
+    for inst in instances:
+        task_dir = path / "tasks" / inst.instance_id
+        if (task_dir / "Dockerfile").is_file():
+            inst.task_dir = str(task_dir.resolve())
     seen = set()
     for inst in instances:
         if inst.instance_id in seen:

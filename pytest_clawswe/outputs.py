@@ -30,17 +30,6 @@ def rebuild(run_dir: str | Path) -> list[InstanceResult]:
 
 
 def write_summary(run_dir: Path, results: list[InstanceResult]) -> dict:
-    try:
-        from .summary import summarize
-    except ImportError:  # pragma: no cover - summary module lands separately
-        summarize = _basic_summary
-    summary = summarize(results)
-    write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    return summary
+    from .summary import write_summary as write
 
-
-def _basic_summary(results: list[InstanceResult]) -> dict:
-    n = len(results)
-    resolved = sum(1 for r in results if r.resolved)
-    return {"instances": n, "resolved": resolved, "pass_at_1": resolved / n if n else None,
-            "errors": sum(1 for r in results if r.outcome == ERROR)}
+    return write(run_dir, results)

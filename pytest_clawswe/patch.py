@@ -17,6 +17,7 @@ DROPPED_FILES = frozenset({
     "pyproject.toml", "tox.ini", "setup.py", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
     "Cargo.lock", "poetry.lock", "Gemfile.lock", "composer.lock", "Pipfile.lock", "go.sum",
 })
+NO_REPOSITORY = 42  # exit code of the collection script when /testbed/.git is gone
 _SECTION = re.compile(r"^diff --git ", re.MULTILINE)
 _HEADER = re.compile(r'^diff --git (?:"?a/(.*?)"?) (?:"?b/(.*?)"?)$')
 
@@ -87,6 +88,7 @@ def collect_patch(ws: Workspace, base_commit: str, workdir: str = "/testbed") ->
     # A fresh index in a temp file: the agent's own staging (or a broken index) does not matter.
     script = f"""
 set -e
+[ -d {workdir}/.git ] || exit {NO_REPOSITORY}
 cd {workdir}
 export GIT_INDEX_FILE=/tmp/.clawswe-index
 rm -f "$GIT_INDEX_FILE"
@@ -98,10 +100,9 @@ git -c core.quotePath=true diff --no-color --no-ext-diff --cached {base_commit}
 rm -f "$GIT_INDEX_FILE" /tmp/.clawswe-binary
 """
     result = ws.exec(["bash", "-c", script])
+    if result.exit_code == NO_REPOSITORY:  # the agent deleted the repository: an empty patch, not an error
+        return CollectedPatch("", "", [f"{workdir}: the repository is gone after the agent ran"])
     if result.exit_code != 0:
-        if "not a git repository" in result.output or "No such file or directory" in result.output:
-            raw = ""  # the agent deleted /testbed: nothing to collect, an empty patch
-            return CollectedPatch(raw, raw, ["/testbed: repository missing after the agent ran"])
         raise InfraError(f"collecting the patch from {workdir} failed: {result.output.strip()[-500:]}")
     raw = result.stdout
     clean, dropped = clean_patch(raw)

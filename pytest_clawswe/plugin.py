@@ -23,6 +23,7 @@ from .runner import RunConfig, Runner
 from .workspace import LABEL_RUN, InfraError
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
+ITEMS_KEY = pytest.StashKey["list"]()
 # Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
 SETUP_ALLOWANCE_S = 1200
 
@@ -50,19 +51,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--pids-limit", type=int, default=300, help="process limit of each container (default: %(default)s)")
     g.addoption("--harness-option", action="append", default=[], metavar="KEY=VALUE",
                 help="option passed to the harness adapter (repeatable)")
+    g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
+                                                 "override the price library's")
 
 
 def _benchmark_mode(config: pytest.Config) -> bool:
     return bool(config.getoption("harness", None))
 
 
-def _default_run_id(config: pytest.Config) -> str:
-    model = re.sub(r"[^A-Za-z0-9.-]+", "-", config.getoption("model") or "").strip("-")
-    parts = [config.getoption("harness"), model, time.strftime("%Y%m%d-%H%M%S")]
+def _safe(text: str) -> str:
+    """Run ids end up in container and folder names: keep them to [A-Za-z0-9_.-]."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")
+
+
+def _default_run_id(harness: str, model: str) -> str:
+    parts = [harness, _safe(model), time.strftime("%Y%m%d-%H%M%S")]
     return "_".join(p for p in parts if p)
 
 
 def _run_config(config: pytest.Config) -> RunConfig:
+    spec = config.getoption("harness")
+    name = get_harness_class(spec).name if ":" in spec else spec
     worker = getattr(config, "workerinput", None)
     if worker and "clawswe_run_id" in worker:  # xdist worker: the controller chose the run
         run_id, run_dir = worker["clawswe_run_id"], Path(worker["clawswe_run_dir"])
@@ -70,9 +79,9 @@ def _run_config(config: pytest.Config) -> RunConfig:
         run_dir = Path(config.getoption("resume")).resolve()
         if not run_dir.is_dir():
             raise pytest.UsageError(f"--resume {run_dir}: no such run directory")
-        run_id = config.getoption("run_id") or run_dir.name
+        run_id = _safe(config.getoption("run_id") or run_dir.name)
     else:
-        run_id = config.getoption("run_id") or _default_run_id(config)
+        run_id = _safe(config.getoption("run_id") or _default_run_id(name, config.getoption("model")))
         default = Path(config.invocation_params.dir, "reports", run_id)
         run_dir = Path(config.getoption("run_dir") or default).resolve()
     options = {}
@@ -81,12 +90,13 @@ def _run_config(config: pytest.Config) -> RunConfig:
         if not sep:
             raise pytest.UsageError(f"--harness-option {item!r}: use KEY=VALUE")
         options[key] = value
-    return RunConfig(run_id=run_id, run_dir=run_dir, harness_name=config.getoption("harness"),
+    return RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
                      model=config.getoption("model"), budget_s=config.getoption("budget"),
                      eval_timeout_s=config.getoption("eval_timeout"),
                      mem_limit=config.getoption("mem_limit") or None,
                      pids_limit=config.getoption("pids_limit") or None,
-                     dataset_revision=config.getoption("dataset_revision"), harness_options=options)
+                     dataset_revision=config.getoption("dataset_revision"), harness_options=options,
+                     prices_file=config.getoption("prices"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,6 +109,9 @@ def pytest_configure(config: pytest.Config) -> None:
         get_harness_class(config.getoption("harness"))
     except HarnessError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if config.args_source == pytest.Config.ArgsSource.ARGS and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(f"a benchmark run takes no test paths (got {' '.join(config.args)}); select "
+                                "instances with --instance-ids a,b, --instances-file, -k or -m")
     config.pluginmanager.register(BenchmarkSession(config, _run_config(config)), "clawswe-session")
 
 
@@ -110,20 +123,28 @@ class BenchmarkSession:
         self.cfg = cfg
         self.is_worker = hasattr(config, "workerinput")
         self._runner: Runner | None = None
+        self.gateway_process = None
+        self.needs_model = get_harness_class(cfg.harness_spec).needs_model
         config.stash[RUN_KEY] = cfg
         # --collect-only lists items and runs nothing: it leaves no run directory behind
         self.writes = not self.is_worker and not config.option.collectonly
         if self.writes:
             cfg.run_dir.mkdir(parents=True, exist_ok=True)
             _write_run_info(config, cfg)
+            if self.needs_model:
+                self.gateway_process = _start_gateway(cfg)
 
     @property
     def runner(self) -> Runner:
         if self._runner is None:
             from .workspace import docker_client
 
-            harness = get_harness_class(self.cfg.harness_name)(self.cfg.model, self.cfg.harness_options)
+            harness = get_harness_class(self.cfg.harness_spec)(self.cfg.model, self.cfg.harness_options)
             self._runner = Runner(self.cfg, harness, docker_client(), progress=_progress)
+            if self.needs_model:
+                from .gateway.run import RunGateway
+
+                self._runner.gateway = RunGateway(self.cfg.run_dir / "gateway", self.cfg.model)
         return self._runner
 
     @pytest.hookimpl(optionalhook=True)
@@ -139,14 +160,51 @@ class BenchmarkSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # the controller keeps the run-level files current, so a crash loses nothing already finished
-        if report.when == "teardown" and self.writes:
-            outputs.rebuild(self.cfg.run_dir)
+        if report.when != "teardown" or not self.writes:
+            return
+        results = outputs.rebuild(self.cfg.run_dir)
+        self._done += 1
+        total = len(self.config.stash.get(ITEMS_KEY, [])) or None
+        every = max(1, (total or 10) // 10)
+        if self.config.option.verbose > 0 or self._done % every == 0 or self._done == total:
+            from .summary import progress_line
 
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                if not self.config.option.verbose > 0:
+                    reporter.write("\n")  # the line of dots is still open
+                reporter.write_line(f"[clawswe] {progress_line(results, total)}")
+
+    _done = 0
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.config.stash[ITEMS_KEY] = list(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        self.config.stash[ITEMS_KEY] = list(ids)
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.writes:
             return
         _remove_leftovers(self.cfg.run_id)
         outputs.rebuild(self.cfg.run_dir)
+        summary_file = self.cfg.run_dir / "summary.json"
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None and summary_file.is_file():
+            import json
+
+            from .summary import junit_properties
+
+            for name, value in junit_properties(json.loads(summary_file.read_text())):
+                xml.add_global_property(name, value)
+
+    def pytest_unconfigure(self) -> None:
+        if self.gateway_process is not None:
+            self.gateway_process.stop()
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         summary_file = self.cfg.run_dir / "summary.json"
@@ -157,8 +215,20 @@ class BenchmarkSession:
         tr = terminalreporter
         tr.write_sep("=", "clawswe summary")
         tr.write_line(f"run dir: {self.cfg.run_dir}")
-        for line in _summary_lines(json.loads(summary_file.read_text())):
+        from .summary import terminal_lines
+
+        for line in terminal_lines(json.loads(summary_file.read_text())):
             tr.write_line(line)
+
+
+def _start_gateway(cfg: RunConfig):
+    from .gateway.run import start
+    from .workspace import docker_client
+
+    try:
+        return start(cfg.run_dir / "gateway", cfg.model, docker_client())
+    except (ValueError, InfraError) as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _write_run_info(config: pytest.Config, cfg: RunConfig) -> None:
@@ -203,9 +273,9 @@ def _collect(session: pytest.Session) -> bool:
     session.ihook.pytest_collectreport(report=report)
     items = list(report.result) if report.passed else []
     session.ihook.pytest_collection_modifyitems(session=session, config=config, items=items)
-    session.ihook.pytest_collection_finish(session=session)
-    session.items = items
+    session.items = items  # before collection_finish: xdist workers report session.items from it
     session.testscollected = len(items)
+    session.ihook.pytest_collection_finish(session=session)
     if report.failed:
         session.testsfailed += 1
     return True
@@ -267,9 +337,12 @@ class InstanceItem(pytest.Item):
                 self.result = runner.finished(self.instance.instance_id)
 
     def runtest(self) -> None:
+        from .summary import instance_properties
+
         r = self.result
         for key, value in _properties(r).items():
             self.user_properties.append((key, value))
+        self.user_properties.extend(instance_properties(r))
         if r.outcome != RESOLVED:
             raise NotResolved(f"{r.outcome}: {r.error or 'not resolved'}")
 
@@ -283,9 +356,8 @@ class InstanceItem(pytest.Item):
 
 
 def _properties(r: InstanceResult) -> dict:
-    return {"resolved": bool(r.resolved), "outcome": r.outcome, "language": r.language, "repo": r.repo,
-            "finish_reason": r.finish_reason, "duration_s": r.duration_s, "patch_lines": r.patch_lines,
-            "turns": r.usage.requests, "cost_usd": "" if r.cost_usd is None else r.cost_usd}
+    # the accounting (clawswe.* properties) comes from summary.instance_properties
+    return {"resolved": bool(r.resolved), "language": r.language, "repo": r.repo}
 
 
 def _progress(message: str) -> None:
@@ -303,11 +375,3 @@ def _remove_leftovers(run_id: str) -> None:
             container.remove(force=True)
     except Exception:  # no engine: nothing was started, or `clawswe clean` will do it later
         pass
-
-
-def _summary_lines(s: dict) -> list[str]:
-    try:
-        from .summary import terminal_lines
-    except ImportError:  # pragma: no cover
-        return [f"{k}: {v}" for k, v in s.items() if not isinstance(v, dict)]
-    return terminal_lines(s)

@@ -129,7 +129,9 @@ def check_purged(ws: Workspace, base_commit: str) -> None:
 
 def _prepared_tag(client: docker.DockerClient, image: str, base_commit: str, gitignore: bool) -> str:
     source_id = client.images.get(image).id
-    key = hashlib.sha256(f"{PREP_VERSION}|{source_id}|{base_commit}|{gitignore}".encode()).hexdigest()[:16]
+    # the scripts are part of the key: a changed preparation never reuses an image made by the old one
+    recipe = f"{PREP_VERSION}|{PREPARE_SCRIPT}|{source_id}|{base_commit}|{gitignore}"
+    key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
     name = image.rsplit(":", 1)[0].split("/")[-1].lower()
     return f"{PREPARED_REPO}/{name}:{key}"
 

@@ -16,7 +16,7 @@ from .instances import Instance, load_row
 from .patch import collect_patch, scrub_artifacts
 from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, instance_dir, write_atomic
-from .workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, ensure_image, owner_label
+from .workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, owner_label
 
 RETRIES_ON_HARNESS_ERROR = 1  # the paper's setting
 
@@ -35,6 +35,8 @@ class RunConfig:
     pids_limit: int | None = 300
     dataset_revision: str | None = None
     harness_options: dict = field(default_factory=dict)
+    harness_spec: str = ""  # what to load: an installed name, module:Class or file.py:Class
+    prices_file: str | None = None  # extra or overriding model prices (see prices.py)
 
     @property
     def model_label(self) -> str:
@@ -47,7 +49,10 @@ class Runner:
         self.harness = harness
         self.client = client
         self.progress = progress
-        self.gateway = None  # set by the plugin when the harness calls a model
+        self.gateway = None  # a gateway.run.RunGateway when the harness calls a model
+        from .prices import PriceBook
+
+        self.prices = PriceBook.from_file(config.prices_file)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -95,7 +100,7 @@ class Runner:
         (work / "prompt.txt").write_text(prompt)
 
         t = time.monotonic()
-        ensure_image(self.client, row["image"], progress=self.progress)
+        self._ensure_image(instance, row)
         image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
                                        self.labels, progress=self.progress)
         timings["prepare_image"] = round(time.monotonic() - t, 3)
@@ -113,10 +118,15 @@ class Runner:
 
             ctx = TaskContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
             if self.gateway is not None:
-                ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance, row)
+                ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance.instance_id, row, ctx.workdir)
             t = time.monotonic()
-            run = self._agent_phase(ctx, prompt, result)
-            timings["agent"] = round(time.monotonic() - t, 3)
+            try:
+                run = self._agent_phase(ctx, prompt, result)
+            finally:
+                timings["agent"] = round(time.monotonic() - t, 3)
+                if self.gateway is not None:  # counted even when the agent phase blew up
+                    result.usage = self.gateway.usage(instance.instance_id)
+                result.cost_usd = self.prices.cost_usd(result.usage, cfg.model)
             (work / "agent.log").write_text(run.output)
             result.finish_reason = run.finish_reason
             result.harness_usage = run.harness_usage
@@ -138,8 +148,6 @@ class Runner:
         result.patch_lines = patch.changed_lines
         if patch.is_empty and result.finish_reason == "stop":
             result.finish_reason = "empty"
-        if self.gateway is not None:
-            result.usage = self.gateway.usage(instance.instance_id)
 
         from .scoring import score  # swebench takes a second to import: only items that run pay it
 
@@ -152,23 +160,32 @@ class Runner:
         if graded.message and not result.error:
             result.error = graded.message if graded.outcome != "resolved" else ""
 
+    def _ensure_image(self, instance: Instance, row: dict) -> None:
+        from .images import TASK_DIR, ImageError, ensure_image
+
+        try:
+            ensure_image({**row, TASK_DIR: instance.task_dir}, self.client, progress=self.progress)
+        except ImageError as exc:
+            raise InfraError(str(exc)) from None
+
     def _agent_phase(self, ctx: TaskContext, prompt: str, result: InstanceResult) -> AgentRun:
-        run = AgentRun("error")
+        run = AgentRun("error")  # replaced by the first attempt
         for attempt in range(1 + RETRIES_ON_HARNESS_ERROR):
             result.attempts = attempt + 1
             if attempt:  # a retry starts from the prepared tree, not from the failed attempt's edits
                 ctx.workspace.exec(f"git reset -q --hard {ctx.row['base_commit']} && git clean -fdq",
                                    workdir=ctx.workdir, check=True)
             self.harness.create_agent(ctx)
+            run = None
             try:
                 run = self.harness.send_task(ctx, prompt)
             finally:
+                if run is None or run.finish_reason == "timeout":
+                    ctx.workspace.kill_all()  # nothing of the agent may outlive its budget
                 try:
                     self.harness.backup_session(ctx, ctx.artifacts_dir / "session")
                 finally:
                     self.harness.delete_agent(ctx)
-            if run.finish_reason == "timeout":
-                ctx.workspace.kill_all()
             if run.finish_reason != "error":
                 break
         return run

@@ -74,30 +74,6 @@ class ExecResult:
         return self.exit_code is None
 
 
-def ensure_image(client: docker.DockerClient, image: str, progress=print) -> None:
-    """Use the image if present locally, else pull it showing progress; one clear error if neither works."""
-    try:
-        client.images.get(image)
-        return
-    except docker.errors.ImageNotFound:
-        pass
-    repo, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "latest")
-    progress(f"pulling {image} ...")
-    try:
-        last = 0.0
-        for event in client.api.pull(repo, tag=tag or "latest", stream=True, decode=True):
-            if "error" in event:
-                raise docker.errors.APIError(event["error"])
-            if time.monotonic() - last > 10:  # one line every 10 s is enough for a long pull
-                detail = event.get("progress") or event.get("status", "")
-                progress(f"pulling {image}: {detail}")
-                last = time.monotonic()
-        client.images.get(image)
-    except docker.errors.DockerException as exc:
-        raise InfraError(f"image {image} is not on this machine and could not be pulled ({exc}); "
-                         "build it (`clawswe images build`) or check the network and registry") from exc
-
-
 class Workspace:
     """A running container for one item. Use as a context manager: the container is removed on every path."""
 
@@ -149,9 +125,11 @@ class Workspace:
         self.container = None
 
     # -- exec ------------------------------------------------------------------------------------
-    def exec(self, cmd: str | list[str], *, workdir: str | None = None, env: dict | None = None,
+    def exec(self, cmd: str | list[str], *, workdir: str = "/", env: dict | None = None,
              user: str = "root", check: bool = False, timeout: float | None = None) -> ExecResult:
-        """Run a command; with a timeout, every process in the container is killed at the deadline."""
+        """Run a command; with a timeout, every process in the container is killed at the deadline.
+
+        The default workdir is / rather than the image's: an agent may have deleted /testbed."""
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else cmd
         if timeout is not None:
             return self._exec_with_deadline(argv, workdir=workdir, env=env, user=user, timeout=timeout)

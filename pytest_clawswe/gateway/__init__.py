@@ -1,0 +1,18 @@
+"""The model gateway: a host-side HTTP service every model call of every container goes through.
+
+The run starts it (GatewayProcess.start), registers each instance (GatewayClient.register ->
+a per-instance token), hands the container the gateway URL and that token (never a real key),
+and reads the instance's usage back (GatewayClient.usage). It forwards to the real provider
+(upstream.py) or answers as the scripted model (scripted.py), over OpenAI Chat Completions,
+OpenAI Responses or Anthropic Messages (protocols.py), and records every request per instance
+(ledger.py: DIR/usage/<instance_id>.jsonl).
+"""
+from .client import (GatewayClient, GatewayError, GatewayProcess, anthropic_base_url, openai_base_url,
+                     read_usage)
+from .scripted import ScriptedModel
+from .upstream import Upstream, check_upstream
+
+__all__ = [
+    "GatewayClient", "GatewayError", "GatewayProcess", "ScriptedModel", "Upstream", "anthropic_base_url",
+    "check_upstream", "openai_base_url", "read_usage",
+]

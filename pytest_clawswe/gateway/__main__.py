@@ -1,0 +1,36 @@
+"""`python -m pytest_clawswe.gateway serve --state-dir DIR [--host H] [--port P] [--upstream SPEC]...`"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from .server import serve
+from .upstream import Upstream, upstreams_from_json
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pytest_clawswe.gateway", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("serve", help="run the model gateway until SIGTERM or until the parent dies")
+    run.add_argument("--state-dir", required=True, help="gateway.json, usage/<instance>.jsonl go here")
+    run.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    run.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    run.add_argument("--upstream", action="append", default=[], metavar="NAME=BASE_URL,KEY_ENV[,x-api-key]",
+                     help="an extra provider for models named NAME/<model>")
+    run.add_argument("--upstreams-json", default="", help="extra providers as JSON (what GatewayProcess passes)")
+    run.add_argument("--parent-pid", type=int, default=None, help="stop when this process is no longer the parent")
+    args = parser.parse_args(argv)
+    try:
+        upstreams = upstreams_from_json(args.upstreams_json) + [Upstream.from_spec(s) for s in args.upstream]
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    asyncio.run(serve(args.state_dir, args.host, args.port, upstreams, args.parent_pid))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

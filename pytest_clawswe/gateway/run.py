@@ -1,0 +1,62 @@
+"""The gateway as one benchmark run uses it: started by the controller, shared by every xdist worker.
+
+Containers reach it on the Docker bridge's host address; each instance gets its own token, and its usage
+is read back when the agent is done. A scripted model gets the instance's gold patch to apply.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..results import Usage
+from .client import GatewayClient, GatewayProcess, read_usage
+from .upstream import check_upstream
+
+SCRIPTED_PREFIX = "scripted/"
+
+
+def bridge_host(client) -> str:
+    """The host's address on Docker's default bridge: where containers can reach a host service."""
+    try:
+        config = client.networks.get("bridge").attrs["IPAM"]["Config"]
+        return next(c["Gateway"] for c in config if c.get("Gateway"))
+    except Exception:  # no bridge (a remote or rootless daemon): loopback only works for host networking
+        return "127.0.0.1"
+
+
+def start(state_dir: Path, model: str, docker_client) -> GatewayProcess:
+    """Start the run's gateway; raises ValueError (one sentence) when the model's provider has no key."""
+    if not model.startswith(SCRIPTED_PREFIX):
+        check_upstream(model)
+    return GatewayProcess.start(state_dir, host=bridge_host(docker_client))
+
+
+class RunGateway:
+    """Per-process handle: register an instance, hand its container URL and token, read its usage."""
+
+    def __init__(self, state_dir: Path, model: str):
+        self.state_dir = Path(state_dir)
+        self.model = model
+        self.client = GatewayClient.from_state_dir(self.state_dir)
+        self.tokens: dict[str, str] = {}
+
+    @property
+    def url(self) -> str:
+        return self.client.url
+
+    def register(self, instance_id: str, row: dict, workdir: str = "/testbed") -> tuple[str, str]:
+        scripted = None
+        if self.model.startswith(SCRIPTED_PREFIX):
+            scripted = {"mode": self.model[len(SCRIPTED_PREFIX):], "gold_patch": row.get("patch", ""),
+                        "workdir": workdir}
+        token = self.client.register(instance_id, self.model, scripted=scripted)
+        self.tokens[instance_id] = token
+        return self.url, token
+
+    def usage(self, instance_id: str) -> Usage:
+        """Usage of the instance's latest attempt; its token stops working from here on."""
+        token = self.tokens.pop(instance_id, None)
+        if token is None:
+            return read_usage(self.state_dir, instance_id)
+        usage = self.client.usage(token)
+        self.client.unregister(token)
+        return usage

@@ -1,0 +1,406 @@
+"""The gateway's HTTP service (aiohttp): model endpoints for the containers, /_admin/ for the run.
+
+Model endpoints authenticate the per-instance token (Authorization: Bearer, x-api-key or api-key),
+then either the scripted model answers or the request is forwarded to the real provider with the
+real key. Both answers go through the same relay, which passes the bytes on (SSE event by SSE
+event when streamed), reads the usage out of them and records it for the instance.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from . import sse
+from .client import STATE_FILE
+from .ledger import make_record
+from .protocols import CHAT, MESSAGES, RESPONSES, Protocol
+from .registry import Registration, Registry
+from .scripted import scripted_usage
+from .upstream import Upstream
+
+log = logging.getLogger("clawswe.gateway")
+
+MAX_BODY = 256 * 1024 * 1024  # long agent conversations are big; aiohttp's default is 1 MB
+UPSTREAM_PATH = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "/messages"}
+# never passed on: connection-level headers, the container's credentials, what aiohttp recomputes
+_DROP_REQUEST = {"host", "content-length", "authorization", "x-api-key", "api-key", "connection", "keep-alive",
+                 "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "accept-encoding", "cookie",
+                 "content-encoding"}  # the body is re-encoded as plain JSON
+_DROP_RESPONSE = {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
+                  "set-cookie", "server", "date"}
+CLIENT_GONE = 499  # status recorded when the harness hung up before the answer was complete
+
+
+def _json(status: int, data) -> web.Response:
+    return web.json_response(data, status=status, dumps=lambda v: json.dumps(v, separators=(",", ":")))
+
+
+def _error(protocol: Protocol, status: int, message: str, kind: str) -> web.Response:
+    return _json(status, protocol.error_body(message, kind))
+
+
+def _tokens(headers) -> list[str]:
+    """Every place a harness may put its key (they differ)."""
+    found = []
+    auth = headers.get("Authorization", "")
+    if auth[:7].lower() == "bearer ":
+        found.append(auth[7:].strip())
+    found += [headers[h].strip() for h in ("x-api-key", "api-key") if headers.get(h)]
+    return found
+
+
+def _with_usage_requested(protocol: Protocol, body: dict) -> tuple[dict, bool]:
+    """Streamed chat reports usage only when asked; ask on the harness's behalf (and hide the
+    extra chunk from it), else the gateway could not count the tokens."""
+    if protocol is CHAT and body.get("stream") is True and not (body.get("stream_options") or {}).get("include_usage"):
+        return {**body, "stream_options": {**(body.get("stream_options") or {}), "include_usage": True}}, True
+    return body, False
+
+
+def _upstream_headers(request: web.Request, up: Upstream) -> CIMultiDict:
+    """The harness's headers (anthropic-version, betas, user agent...) with the real key instead of its token."""
+    headers = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST)
+    headers.update(up.auth_headers())
+    if up.auth == "x-api-key":
+        headers.setdefault("anthropic-version", "2023-06-01")
+    if up.name == "openrouter":
+        headers["X-Title"] = "pytest-clawswe"  # OpenRouter's app attribution
+    return headers
+
+
+class Gateway:
+    def __init__(self, state_dir, upstreams: Iterable[Upstream] = (), admin_token: str = "") -> None:
+        self.registry = Registry(state_dir, list(upstreams))
+        self.admin_token = admin_token
+        self.http: aiohttp.ClientSession | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY)
+        routes = []
+        for prefix in ("/v1", ""):  # "" too: some harnesses are given the root as base URL
+            routes += [
+                web.post(f"{prefix}/chat/completions", self._model_handler(CHAT)),
+                web.post(f"{prefix}/responses", self._model_handler(RESPONSES)),
+                web.post(f"{prefix}/messages", self._model_handler(MESSAGES)),
+                web.post(f"{prefix}/messages/count_tokens", self.count_tokens),
+                web.get(f"{prefix}/models", self.models),
+                web.get(f"{prefix}/models/{{model_id:.+}}", self.model),
+            ]
+        routes += [
+            web.get("/api/v1/models", self.models),  # hermes probes the OpenRouter path
+            web.post("/_admin/register", self.admin_register),
+            web.post("/_admin/usage", self.admin_usage),
+            web.post("/_admin/requests", self.admin_requests),
+            web.post("/_admin/unregister", self.admin_unregister),
+            web.get("/_admin/health", self.admin_health),
+            web.route("*", "/{tail:.*}", self.not_found),  # last: probes like ollama's /api/show
+        ]
+        app.add_routes(routes)
+        app.on_startup.append(self._open_http)
+        app.on_cleanup.append(self._close_http)
+        return app
+
+    async def _open_http(self, app) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=900)
+        self.http = aiohttp.ClientSession(timeout=timeout, auto_decompress=True)
+
+    async def _close_http(self, app) -> None:
+        if self.http:
+            await self.http.close()
+
+    def _authenticate(self, request: web.Request) -> Registration | None:
+        for token in _tokens(request.headers):
+            reg = self.registry.authenticate(token)
+            if reg is not None:
+                return reg
+        return None
+
+    # ------------------------------------------------------------------ model endpoints
+    def _model_handler(self, protocol: Protocol):
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self.model_request(request, protocol)
+
+        return handle
+
+    async def model_request(self, request: web.Request, protocol: Protocol) -> web.StreamResponse:
+        started = time.monotonic()
+        reg = self._authenticate(request)
+        if reg is None:
+            return _error(protocol, 401, "Unknown or revoked clawswe gateway token: use the token the run "
+                          "registered for this instance.", "authentication_error")
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError
+        except ValueError:
+            return _error(protocol, 400, "The request body is not a JSON object.", "invalid_request_error")
+        result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None, "internal")
+        try:
+            if reg.scripted is not None:
+                result = await self._scripted(request, protocol, reg, body, len(raw))
+            else:
+                result = await self._forward(request, protocol, reg, body)
+        except Exception:  # a bug must not take the gateway down; the harness sees a 500
+            log.exception("request of %s failed", reg.instance_id)
+        finally:
+            response, status, usage, error = result
+            record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
+                                 status, time.monotonic() - started, usage,
+                                 requested_model=str(body.get("model") or ""), error=error)
+            self.registry.record(reg, record)
+            log.info("%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
+                     reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
+                     record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
+                     record["cache_write_tokens"], f" error={error}" if error else "")
+        return response
+
+    async def _scripted(self, request, protocol, reg, body, size):
+        view = protocol.view(body)
+        reply = reg.scripted.reply(view)
+        usage = scripted_usage(size, view, reply)
+        model = str(body.get("model") or reg.model)
+        source_body, hide_usage = _with_usage_requested(protocol, body)
+        if body.get("stream") is True:
+            events = protocol.render_stream(reply, usage, model, source_body)
+            headers = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
+            return await self._relay(request, protocol, 200, headers, _aiter(events), hide_usage, b"")
+        data = json.dumps(protocol.render(reply, usage, model, body)).encode()
+        return await self._relay(request, protocol, 200, {"Content-Type": "application/json"}, _aiter([data]),
+                                 False, b"")
+
+    async def _forward(self, request, protocol, reg, body):
+        up = reg.upstream
+        key = up.key()
+        if not key:
+            message = f"The gateway has no key for {up.name}: {up.key_env} is not set on the host."
+            return _error(protocol, 502, message, "api_error"), 502, None, "no upstream key"
+        body, hide_usage = _with_usage_requested(protocol, {**body, "model": reg.upstream_model})
+        url = up.base_url + UPSTREAM_PATH[protocol]
+        if request.query_string:
+            url += "?" + request.query_string
+        headers = _upstream_headers(request, up)
+        secret = key.encode()
+        try:
+            async with self.http.post(url, data=json.dumps(body).encode(), headers=headers) as upstream:
+                out_headers = CIMultiDict((k, v) for k, v in upstream.headers.items()
+                                          if k.lower() not in _DROP_RESPONSE and key not in v)
+                return await self._relay(request, protocol, upstream.status, out_headers,
+                                         upstream.content.iter_any(), hide_usage, secret)
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            reason = type(exc).__name__
+            message = f"The gateway could not reach {up.name} ({reason})."
+            return _error(protocol, 502, message, "api_error"), 502, None, f"upstream unreachable: {reason}"
+
+    async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
+                     secret: bytes):
+        """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
+
+        def scrub(data: bytes) -> bytes:  # a provider error may echo the key: it must not reach a container
+            return data.replace(secret, b"[redacted]") if secret else data
+
+        headers = CIMultiDict(headers)
+        is_stream = headers.get("Content-Type", "").startswith("text/event-stream")
+        if not is_stream:
+            data = b"".join([c async for c in chunks])
+            usage, error = None, None
+            try:
+                obj = json.loads(data)
+                if isinstance(obj, dict) and status < 400:
+                    usage = protocol.usage_from_body(obj)
+            except ValueError:
+                error = "response is not JSON" if status < 400 else None
+            if status >= 400:
+                error = f"upstream status {status}"
+            return web.Response(status=status, body=scrub(data), headers=headers), status, usage, error
+
+        response = web.StreamResponse(status=status, headers=headers)
+        await response.prepare(request)
+        reader, splitter = protocol.stream_reader(), sse.Splitter()
+        error = None
+        try:
+            async for chunk in chunks:
+                for event in splitter.feed(chunk):
+                    await self._pass_event(response, reader, event, hide_usage, scrub)
+            for event in splitter.close():
+                await self._pass_event(response, reader, event, hide_usage, scrub)
+            await response.write_eof()
+        except _ClientGone:  # the harness hung up; leaving here stops reading the upstream too
+            status, error = CLIENT_GONE, "client disconnected"
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            error = f"upstream stream broke: {type(exc).__name__}"
+        return response, status, reader.usage, error
+
+    @staticmethod
+    async def _pass_event(response, reader, event, hide_usage, scrub) -> None:
+        try:
+            reader.feed(event)
+        except Exception:  # an odd event must not break the answer; it only costs its count
+            log.warning("could not read usage from a %s event", reader.protocol.name)
+        if hide_usage and CHAT.is_unrequested_usage_chunk(event.json()):
+            return
+        try:
+            await response.write(scrub(event.raw))
+        except ConnectionError as exc:
+            raise _ClientGone from exc
+
+    async def count_tokens(self, request: web.Request) -> web.StreamResponse:
+        """Anthropic's token counter (Claude Code may call it): free, so not counted as a request."""
+        reg = self._authenticate(request)
+        if reg is None:
+            return _error(MESSAGES, 401, "Unknown or revoked clawswe gateway token.", "authentication_error")
+        raw = await request.read()
+        if reg.scripted is not None:
+            return _json(200, {"input_tokens": max(1, len(raw) // 4)})
+        up = reg.upstream
+        headers = _upstream_headers(request, up)
+        try:
+            body = {**json.loads(raw), "model": reg.upstream_model}
+            async with self.http.post(up.base_url + "/messages/count_tokens", json=body, headers=headers) as resp:
+                data = (await resp.read()).replace(up.key().encode(), b"[redacted]")
+                return web.Response(status=resp.status, body=data, content_type="application/json")
+        except (ValueError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            return _error(MESSAGES, 502, f"Token counting failed ({type(exc).__name__}).", "api_error")
+
+    async def not_found(self, request: web.Request) -> web.Response:
+        message = f"The clawswe gateway has no endpoint {request.method} {request.path}."
+        return _json(404, {"error": {"message": message, "type": "not_found_error"}})
+
+    # ------------------------------------------------------------------ model listing (harness probes)
+    @staticmethod
+    def _model_entry(model_id: str) -> dict:
+        # one entry readable as an OpenAI, OpenRouter or Anthropic model object
+        return {"id": model_id, "object": "model", "type": "model", "created": 0,
+                "created_at": "2025-01-01T00:00:00Z", "owned_by": "clawswe", "display_name": model_id,
+                "context_length": 200000, "top_provider": {"context_length": 200000, "max_completion_tokens": 32000}}
+
+    async def models(self, request: web.Request) -> web.Response:
+        reg = self._authenticate(request)
+        ids = [reg.model] if reg else ["clawswe"]
+        data = [self._model_entry(i) for i in ids]
+        return _json(200, {"object": "list", "data": data, "has_more": False, "first_id": ids[0], "last_id": ids[-1]})
+
+    async def model(self, request: web.Request) -> web.Response:
+        return _json(200, self._model_entry(request.match_info["model_id"]))
+
+    # ------------------------------------------------------------------ admin API
+    def _is_admin(self, request: web.Request) -> bool:
+        auth = request.headers.get("Authorization", "")
+        return bool(self.admin_token) and hmac.compare_digest(auth.encode(), f"Bearer {self.admin_token}".encode())
+
+    async def _admin_body(self, request: web.Request) -> dict:
+        if not self._is_admin(request):
+            raise web.HTTPUnauthorized(text=json.dumps({"error": "bad admin token"}), content_type="application/json")
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise web.HTTPBadRequest(text=json.dumps({"error": "body must be a JSON object"}),
+                                     content_type="application/json")
+        return body
+
+    async def _admin_registration(self, request: web.Request) -> Registration:
+        body = await self._admin_body(request)
+        reg = self.registry.lookup(str(body.get("token") or ""))
+        if reg is None:
+            raise web.HTTPNotFound(text=json.dumps({"error": "unknown token"}), content_type="application/json")
+        return reg
+
+    async def admin_register(self, request: web.Request) -> web.Response:
+        body = await self._admin_body(request)
+        try:
+            reg = self.registry.register(str(body.get("instance_id") or ""), str(body.get("model") or ""),
+                                         body.get("scripted"))
+        except ValueError as exc:
+            return _json(400, {"error": str(exc)})
+        log.info("registered %s #%d for %s", reg.instance_id, reg.attempt, reg.model)
+        return _json(200, {"token": reg.token, "instance_id": reg.instance_id, "attempt": reg.attempt})
+
+    async def admin_usage(self, request: web.Request) -> web.Response:
+        reg = await self._admin_registration(request)
+        return _json(200, {"instance_id": reg.instance_id, "attempt": reg.attempt, "usage": vars(reg.usage)})
+
+    async def admin_requests(self, request: web.Request) -> web.Response:
+        reg = await self._admin_registration(request)
+        return _json(200, {"requests": reg.records})
+
+    async def admin_unregister(self, request: web.Request) -> web.Response:
+        reg = await self._admin_registration(request)
+        self.registry.unregister(reg.token)
+        return _json(200, {"ok": True})
+
+    async def admin_health(self, request: web.Request) -> web.Response:
+        if not self._is_admin(request):
+            return _json(401, {"error": "bad admin token"})
+        return _json(200, {"ok": True})
+
+
+class _ClientGone(Exception):
+    pass
+
+
+async def _aiter(items) -> AsyncIterator[bytes]:
+    for item in items:
+        yield item
+
+
+# ---------------------------------------------------------------------- the service process
+def url_for(host: str, port: int) -> str:
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: Iterable[Upstream] = (),
+                parent_pid: int | None = None) -> None:
+    """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
+    admin_token, pid) appears, atomically, once the socket is listening, and goes at a clean stop."""
+    import os
+    import secrets
+    import signal
+    import socket
+    from pathlib import Path
+
+    from pytest_clawswe.results import write_atomic
+
+    state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    gateway = Gateway(state_dir, upstreams, secrets.token_urlsafe(32))
+    runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=512).start()
+    url = url_for(host, sock.getsockname()[1])
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    state_file = state_dir / STATE_FILE
+    write_atomic(state_file, json.dumps({"url": url, "admin_token": gateway.admin_token, "pid": os.getpid(),
+                                         "host": host, "port": sock.getsockname()[1]}))
+    log.info("gateway listening on %s (pid %d)", url, os.getpid())
+    try:
+        while not stop.is_set():
+            if parent_pid and os.getppid() != parent_pid:  # orphaned: the run is gone
+                log.info("parent process %d is gone; stopping", parent_pid)
+                break
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=0.5)
+            except asyncio.TimeoutError:
+                pass
+    finally:
+        state_file.unlink(missing_ok=True)
+        await runner.cleanup()
+        log.info("gateway stopped")

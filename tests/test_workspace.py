@@ -1,0 +1,71 @@
+import time
+
+import pytest
+
+from pytest_clawswe.clean import clean
+from pytest_clawswe.workspace import LABEL_OWNER, LABEL_RUN, InfraError, Workspace
+
+pytestmark = pytest.mark.docker
+
+LIST = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
+
+
+def test_deadline_kills_every_process_the_command_started(docker_client, python_demo):
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}) as ws:
+        start = time.monotonic()
+        result = ws.exec("echo started; sleep 1001 & (setsid sleep 1002 &); sleep 1003", timeout=2)
+        assert result.timed_out and "started" in result.output
+        assert time.monotonic() - start < 15
+        left = ws.exec(["sh", "-c", LIST]).stdout
+        assert "sleep 100" not in left
+        assert "sleep infinity" in left  # the container itself lives on for patch collection
+        assert ws.exec("echo alive").stdout.strip() == "alive"
+
+
+def test_exec_keeps_stdout_apart_from_stderr_and_reports_exit_codes(docker_client, python_demo):
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}) as ws:
+        r = ws.exec("echo out; echo err >&2; exit 3")
+        assert (r.exit_code, r.stdout, r.stderr) == (3, "out\n", "err\n")
+        with pytest.raises(InfraError, match="exit 3"):
+            ws.exec("exit 3", check=True)
+        r = ws.exec("echo quick", timeout=30)
+        assert (r.exit_code, r.stdout) == (0, "quick\n")
+
+
+def test_files_round_trip_and_limits_apply(docker_client, python_demo, tmp_path):
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}, mem_limit="256m",
+                   pids_limit=50) as ws:
+        ws.write_file("/work/a/b.txt", "hello\n")
+        assert ws.read_file("/work/a/b.txt") == b"hello\n"
+        assert ws.read_file("/nope") is None
+        assert ws.copy_out("/work/a", tmp_path) and (tmp_path / "a" / "b.txt").read_text() == "hello\n"
+        attrs = docker_client.containers.get(ws.container.id).attrs["HostConfig"]
+        assert attrs["Memory"] == 256 * 1024 * 1024 and attrs["PidsLimit"] == 50
+        # a fork bomb stops at the pid limit instead of taking the machine down
+        r = ws.exec("for i in $(seq 200); do sleep 30 & done; wait", timeout=10)
+        assert r.timed_out or r.exit_code != 0 or "retry" in r.output or "fork" in r.output.lower()
+        assert ws.exec("echo still-here").stdout.strip() == "still-here"
+
+
+def test_container_is_removed_on_error_and_clean_spares_live_owners(docker_client, python_demo):
+    ws = Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-clean"})
+    with pytest.raises(RuntimeError):
+        with ws:
+            cid = ws.container.id
+            raise RuntimeError("boom")
+    assert not docker_client.containers.list(all=True, filters={"id": cid})
+    # one container owned by this (live) process, one whose owner is gone
+    live = Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-clean"}).start()
+    dead = docker_client.containers.run(python_demo.image, ["sleep", "infinity"], detach=True,
+                                        labels={LABEL_RUN: "t-clean", LABEL_OWNER: "nohost:1"})
+    try:
+        assert clean(docker_client, "t-clean", progress=lambda m: None) == 1
+        remaining = {c.id for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}=t-clean"})}
+        assert remaining == {live.container.id}
+        assert clean(docker_client, "t-clean", include_live=True, progress=lambda m: None) == 1
+    finally:
+        live.remove()
+        try:
+            dead.remove(force=True)
+        except Exception:
+            pass
