@@ -25,7 +25,7 @@ def clean(client, run_id: str | None = None, dry_run: bool = False, include_live
 
             progress(f"{'would remove' if dry_run else 'removing'} {kind[:-1]} {obj.name}")
             if not dry_run:
-                obj.remove(force=True) if kind == "containers" else obj.remove()
+                obj.remove(force=True, v=True) if kind == "containers" else obj.remove()
             removed += 1
     return removed
 

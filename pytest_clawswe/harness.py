@@ -1,6 +1,7 @@
 """The adapter protocol between the benchmark and a harness, and the registry that finds adapters.
 
-Lifecycle of one item, in the order the runner calls it (the paper's names):
+Once per process: setup(client, run_id) before the first item (e.g. create the bundle's data container),
+teardown() at the end. Lifecycle of one item, in the order the runner calls it (the paper's names):
     get_docker_args  -> extra container settings (environment, bundle volumes, ...)
     create_agent     -> per-instance agent state inside the started container
     send_task        -> run the agent on the prompt until it stops or the budget runs out
@@ -76,7 +77,14 @@ class Harness:
         return (template.replace("{problem_statement}", row["problem_statement"])
                 .replace("{base_commit}", row["base_commit"]))
 
+    def setup(self, client, run_id: str) -> None:
+        """Once per process, before the first item: the place to create shared Docker objects."""
+
+    def teardown(self) -> None:
+        """Once per process, at the end. Objects labelled with the run are swept up anyway."""
+
     def get_docker_args(self, instance_id: str) -> dict:
+        """Extra Workspace settings for the instance container: environment, volumes_from, network."""
         return {}
 
     def create_agent(self, ctx: TaskContext) -> None:
@@ -127,7 +135,11 @@ def get_harness_class(name: str) -> type[Harness]:
                            f"(a plugin adds one through the {ENTRY_POINT_GROUP!r} entry-point group, "
                            "or pass module:Class / path/to/file.py:Class)")
     else:
-        cls = eps[name].load()
+        try:
+            cls = eps[name].load()
+        except ImportError as exc:
+            raise HarnessError(f"harness {name!r} is registered but cannot be imported ({exc}); "
+                               "reinstall the package that provides it") from exc
     if not (isinstance(cls, type) and issubclass(cls, Harness)):
         raise HarnessError(f"entry point {name!r} does not name a pytest_clawswe.harness.Harness subclass")
     return cls

@@ -51,6 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--pids-limit", type=int, default=300, help="process limit of each container (default: %(default)s)")
     g.addoption("--harness-option", action="append", default=[], metavar="KEY=VALUE",
                 help="option passed to the harness adapter (repeatable)")
+    g.addoption("--network", choices=("locked", "open"), default="locked",
+                help="locked (default): agents reach the model gateway and nothing else; open: the Docker "
+                     "default network, e.g. for harnesses that must install something")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
 
@@ -90,7 +93,11 @@ def _run_config(config: pytest.Config) -> RunConfig:
         if not sep:
             raise pytest.UsageError(f"--harness-option {item!r}: use KEY=VALUE")
         options[key] = value
-    return RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
+    network = None
+    if config.getoption("network") == "locked":
+        # no model to reach: no network at all; else the run's internal network, where the gateway listens
+        network = f"clawswe-{run_id}" if get_harness_class(spec).needs_model else "none"
+    return RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec, network=network,
                      model=config.getoption("model"), budget_s=config.getoption("budget"),
                      eval_timeout_s=config.getoption("eval_timeout"),
                      mem_limit=config.getoption("mem_limit") or None,
@@ -203,6 +210,8 @@ class BenchmarkSession:
                 xml.add_global_property(name, value)
 
     def pytest_unconfigure(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
         if self.gateway_process is not None:
             self.gateway_process.stop()
 
@@ -223,10 +232,13 @@ class BenchmarkSession:
 
 def _start_gateway(cfg: RunConfig):
     from .gateway.run import start
-    from .workspace import docker_client
+    from .workspace import create_locked_network, docker_client
 
     try:
-        return start(cfg.run_dir / "gateway", cfg.model, docker_client())
+        client = docker_client()
+        if cfg.network and cfg.network != "none":
+            create_locked_network(client, cfg.network, {LABEL_RUN: cfg.run_id})
+        return start(cfg.run_dir / "gateway", cfg.model, client, cfg.network)
     except (ValueError, InfraError) as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -366,12 +378,12 @@ def _progress(message: str) -> None:
 
 
 def _remove_leftovers(run_id: str) -> None:
-    """Containers of this run still alive at the end (a killed worker leaves its container behind)."""
+    """What this run created and still exists at its end (a killed worker leaves its container behind)."""
     try:
         import docker
 
-        client = docker.from_env(timeout=30)
-        for container in client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}):
-            container.remove(force=True)
+        from .clean import clean
+
+        clean(docker.from_env(timeout=30), run_id, include_live=True, progress=lambda m: None)
     except Exception:  # no engine: nothing was started, or `clawswe clean` will do it later
         pass

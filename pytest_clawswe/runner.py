@@ -37,6 +37,7 @@ class RunConfig:
     harness_options: dict = field(default_factory=dict)
     harness_spec: str = ""  # what to load: an installed name, module:Class or file.py:Class
     prices_file: str | None = None  # extra or overriding model prices (see prices.py)
+    network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
 
     @property
     def model_label(self) -> str:
@@ -53,6 +54,12 @@ class Runner:
         from .prices import PriceBook
 
         self.prices = PriceBook.from_file(config.prices_file)
+        self._harness_ready = False
+
+    def close(self) -> None:
+        if self._harness_ready:
+            self._harness_ready = False
+            self.harness.teardown()
 
     @property
     def labels(self) -> dict[str, str]:
@@ -105,8 +112,11 @@ class Runner:
                                        self.labels, progress=self.progress)
         timings["prepare_image"] = round(time.monotonic() - t, 3)
 
+        if not self._harness_ready:
+            self.harness.setup(self.client, cfg.run_id)
+            self._harness_ready = True
         labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}
-        docker_args = self.harness.get_docker_args(instance.instance_id)
+        docker_args = {"network": cfg.network, **self.harness.get_docker_args(instance.instance_id)}
         t = time.monotonic()
         ws = Workspace(self.client, image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
                        **docker_args)

@@ -74,6 +74,19 @@ class ExecResult:
         return self.exit_code is None
 
 
+def create_locked_network(client, name: str, labels: dict[str, str]) -> None:
+    """An internal network: its containers reach the host's address on it (the model gateway listens
+    there) and each other, but no route leads out: no package mirror, no GitHub, no outside DNS."""
+    try:
+        client.networks.get(name)
+    except docker.errors.NotFound:
+        try:
+            client.networks.create(name, driver="bridge", internal=True, labels={**labels, **owner_label()})
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # another process made it first
+                raise InfraError(f"could not create the run's network {name}: {exc}") from exc
+
+
 class Workspace:
     """A running container for one item. Use as a context manager: the container is removed on every path."""
 

@@ -1,4 +1,6 @@
 """Harnesses that misbehave on purpose, loaded by path: --harness tests/fake_harnesses.py:HangHarness."""
+import os
+
 from pytest_clawswe.harness import AgentRun, Harness
 
 LIST_PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
@@ -64,3 +66,40 @@ class DeleteTestbedHarness(Harness):
     def send_task(self, ctx, prompt):
         ctx.workspace.exec("rm -rf /testbed", workdir="/")
         return AgentRun("stop", "", 0)
+
+
+PROBE = r"""
+probe() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && echo reached || echo blocked; }
+host=${GATEWAY#http://}; host=${host%%/*}
+echo "gateway=$(probe ${host%:*} ${host#*:})"
+echo "mirror=$(probe deb.debian.org 80)"
+echo "pypi=$(probe pypi.org 443)"
+echo "github=$(probe github.com 443)"
+echo "ip=$(probe 1.1.1.1 53)"
+echo "dns=$(getent hosts github.com >/dev/null 2>&1 && echo resolved || echo blocked)"
+echo "gold_seen=$(grep -rlF -- "$GOLD_LINE" /testbed /tmp /root /home /opt /srv /var /etc /mnt 2>/dev/null | wc -l)"
+echo "test_name_seen=$(grep -rlF -- "$TEST_NAME" /testbed /tmp /root 2>/dev/null | wc -l)"
+echo "commits=$(git -C /testbed rev-list --all --reflog | wc -l) ancestors=$(git -C /testbed rev-list HEAD | wc -l)"
+echo "--- env"
+env
+"""
+
+
+class ProbeHarness(Harness):
+    """Looks around from inside the agent's container and reports what it could reach or read."""
+
+    name = "probe"
+
+    def send_task(self, ctx, prompt):
+        gold = next(line[1:].strip() for line in ctx.row["patch"].splitlines()
+                    if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 12)
+        f2p = ctx.row["FAIL_TO_PASS"]
+        test_name = (f2p[0] if isinstance(f2p, list) else f2p).split("::")[-1].split("(")[0].split()[-1]
+        env = {"GATEWAY": ctx.gateway_url, "GOLD_LINE": gold, "TEST_NAME": test_name}
+        out, _, container_env = ctx.workspace.exec(["bash", "-c", PROBE], env=env, timeout=120).stdout.partition(
+            "--- env\n")
+        # the real key is known only here on the host; it must not be among the container's variables
+        secret = os.environ.get("OPENROUTER_API_KEY") or "unset"
+        out += f"env_has_key={int(secret in container_env)}\ntest_name={test_name}\n"
+        (ctx.artifacts_dir / "probe.txt").write_text(out)
+        return AgentRun("stop", out, 0)

@@ -5,6 +5,7 @@ is read back when the agent is done. A scripted model gets the instance's gold p
 """
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 from ..results import Usage
@@ -14,20 +15,27 @@ from .upstream import check_upstream
 SCRIPTED_PREFIX = "scripted/"
 
 
-def bridge_host(client) -> str:
-    """The host's address on Docker's default bridge: where containers can reach a host service."""
+def network_host(client, network: str | None) -> str:
+    """Where containers on `network` (None: Docker's default bridge) reach the host."""
     try:
-        config = client.networks.get("bridge").attrs["IPAM"]["Config"]
-        return next(c["Gateway"] for c in config if c.get("Gateway"))
-    except Exception:  # no bridge (a remote or rootless daemon): loopback only works for host networking
-        return "127.0.0.1"
+        for entry in client.networks.get(network or "bridge").attrs["IPAM"]["Config"]:
+            if entry.get("Gateway"):
+                return entry["Gateway"]
+            if entry.get("Subnet") and ":" not in entry["Subnet"]:
+                # Docker 20.10 leaves the default bridge's gateway out; it is the subnet's first address
+                return str(next(ipaddress.ip_network(entry["Subnet"]).hosts()))
+    except Exception:
+        pass
+    return "127.0.0.1"  # a remote or rootless daemon: only host networking reaches this
 
 
-def start(state_dir: Path, model: str, docker_client) -> GatewayProcess:
-    """Start the run's gateway; raises ValueError (one sentence) when the model's provider has no key."""
+def start(state_dir: Path, model: str, docker_client, network: str | None = None) -> GatewayProcess:
+    """Start the run's gateway where the agents' network reaches the host.
+
+    Raises ValueError (one sentence) when the model's provider has no key."""
     if not model.startswith(SCRIPTED_PREFIX):
         check_upstream(model)
-    return GatewayProcess.start(state_dir, host=bridge_host(docker_client))
+    return GatewayProcess.start(state_dir, host=network_host(docker_client, network))
 
 
 class RunGateway:

@@ -1,0 +1,115 @@
+"""Per-instance overhead of the benchmark machinery, by phase, and collection time.
+
+    python benchmarks/bench_overhead.py [--repeat 3]
+
+- collection: `pytest --harness nop --collect-only -q` over the 350 Claw-SWE-Bench ids (target < 1 s),
+  timed inside pytest (session start to collection finish) and as a whole command;
+- per instance, with the `nop` harness on every demo image: container start, preparation (first time,
+  i.e. building the prepared image, and cached), purge check, patch collection, container removal, and
+  scoring (the evaluator's own test run included; `oracle` gives a non-empty patch to grade).
+  Target: < 3 s per instance for everything but the test run itself, once preparation is cached.
+
+Writes benchmarks/results/overhead.json. Needs Docker and the demo images (`clawswe images build`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import docker
+
+from pytest_clawswe.harnesses.nop import NopHarness
+from pytest_clawswe.harnesses.oracle import OracleHarness
+from pytest_clawswe.instances import load_instances
+from pytest_clawswe.prepare import PREPARED_REPO
+from pytest_clawswe.runner import RunConfig, Runner
+from pytest_clawswe.workspace import docker_client
+
+RESULTS = Path(__file__).parent / "results" / "overhead.json"
+PHASES = ("prepare_image", "container_start", "purge_check", "agent", "patch", "container_remove", "score")
+
+
+def collection_time() -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        script = ("import time, pytest\n"
+                  "class T:\n"
+                  "    def pytest_sessionstart(self, session): self.t = time.perf_counter()\n"
+                  "    def pytest_collection_finish(self, session): print('COLLECT', time.perf_counter() - self.t)\n"
+                  "pytest.main(['--harness', 'nop', '--collect-only', '-q', '-p', 'no:cacheprovider'], plugins=[T()])\n")
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", script], cwd=tmp, capture_output=True, text=True).stdout
+        whole = time.perf_counter() - t
+    inside = float(next(line.split()[1] for line in out.splitlines() if line.startswith("COLLECT")))
+    items = int(next(line.split()[0] for line in out.splitlines() if "tests collected" in line))
+    return {"items": items, "collection_s": round(inside, 3), "whole_command_s": round(whole, 3), "target_s": 1.0}
+
+
+def drop_prepared(client, image: str) -> None:
+    name = image.rsplit(":", 1)[0].split("/")[-1].lower()
+    for img in client.images.list(f"{PREPARED_REPO}/{name}"):
+        for tag in img.tags:
+            client.images.remove(tag, force=True)
+
+
+def per_instance(repeat: int) -> dict:
+    client = docker_client()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        nop = Runner(RunConfig("bench-overhead", Path(tmp) / "nop", "nop", ""), NopHarness(), client,
+                     progress=lambda m: None)
+        oracle = Runner(RunConfig("bench-overhead", Path(tmp) / "oracle", "oracle", ""), OracleHarness(), client,
+                        progress=lambda m: None)
+        # warm the process (imports, client) so the first instance is not charged for them
+        first = load_instances("demo")[0]
+        oracle.run(first)
+        for inst in load_instances("demo"):
+            drop_prepared(client, inst.image)
+            cold = nop.run(inst).timings
+            warm = [nop.run(inst).timings for _ in range(repeat)]
+            graded = oracle.run(inst)
+            eval_dir = Path(tmp) / "oracle" / "instances" / inst.instance_id / "eval"
+            test_s = _test_seconds(eval_dir)
+            median = {p: round(statistics.median(w.get(p, 0.0) for w in warm), 3) for p in PHASES + ("total",)}
+            overhead = sum(median[p] for p in PHASES if p != "agent")
+            rows.append({
+                "instance_id": inst.instance_id, "language": inst.language,
+                "prepare_first_time_s": cold["prepare_image"], "cached": median,
+                "score_oracle_s": graded.timings["score"], "tests_in_score_s": test_s,
+                "overhead_excluding_tests_s": round(overhead + max(graded.timings["score"] - test_s, 0.0), 3),
+                "resolved": graded.resolved,
+            })
+    worst = max(r["overhead_excluding_tests_s"] for r in rows)
+    return {"instances": rows, "worst_overhead_excluding_tests_s": worst, "target_s": 3.0}
+
+
+def _test_seconds(eval_dir: Path) -> float:
+    log = (eval_dir / "run_instance.log").read_text() if (eval_dir / "run_instance.log").is_file() else ""
+    for line in log.splitlines():
+        if "Test runtime:" in line:
+            return float(line.rsplit(":", 1)[1].split()[0].replace("_", ""))
+    return 0.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="cached runs per instance (median reported)")
+    args = ap.parse_args()
+    result = {"collection": collection_time(), "per_instance": per_instance(args.repeat)}
+    try:
+        result["docker"] = docker.from_env().version()["Version"]
+    except Exception:
+        pass
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
