@@ -169,7 +169,9 @@ class BenchmarkSession:
         # the controller keeps the run-level files current, so a crash loses nothing already finished
         if report.when != "teardown" or not self.writes:
             return
-        results = outputs.rebuild(self.cfg.run_dir)
+        results = self._rebuild()
+        if results is None:
+            return
         self._done += 1
         total = len(self.config.stash.get(ITEMS_KEY, [])) or None
         every = max(1, (total or 10) // 10)
@@ -184,6 +186,17 @@ class BenchmarkSession:
 
     _done = 0
 
+    def _rebuild(self):
+        """Rebuild the run-level files; a full disk costs a warning, not the run (resume rebuilds them)."""
+        try:
+            return outputs.rebuild(self.cfg.run_dir)
+        except OSError as exc:
+            import warnings
+
+            warnings.warn(f"clawswe: could not update {self.cfg.run_dir} ({exc.strerror or exc}); "
+                          "the instance folders are intact and a resumed run rebuilds these files")
+            return None
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.config.stash[ITEMS_KEY] = list(session.items)
 
@@ -196,7 +209,7 @@ class BenchmarkSession:
         if not self.writes:
             return
         _remove_leftovers(self.cfg.run_id)
-        outputs.rebuild(self.cfg.run_dir)
+        self._rebuild()
         summary_file = self.cfg.run_dir / "summary.json"
         from _pytest.junitxml import xml_key
 
@@ -344,9 +357,11 @@ class InstanceItem(pytest.Item):
         self.reused = False
         try:
             self.result = runner.run(self.instance)
-        finally:
-            if self.result is None:  # errored: record what is on disk so reports see it
-                self.result = runner.finished(self.instance.instance_id)
+        except InfraError as exc:
+            if not exc.retryable:
+                raise
+            _progress(f"{self.instance.instance_id}: {exc}; retrying once from scratch")
+            self.result = runner.run(self.instance)
 
     def runtest(self) -> None:
         from .summary import instance_properties

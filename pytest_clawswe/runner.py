@@ -5,11 +5,14 @@ crash at any moment leaves each instance either complete or absent, never half-w
 """
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import docker.errors
 
 from .harness import AgentRun, Harness, TaskContext
 from .instances import Instance, load_row
@@ -19,6 +22,15 @@ from .results import ERROR, METADATA, InstanceResult, instance_dir, write_atomic
 from .workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, owner_label
 
 RETRIES_ON_HARNESS_ERROR = 1  # the paper's setting
+DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
+
+
+def _infra_error_of(exc: OSError, where: Path) -> InfraError:
+    if exc.errno in DISK_ERRNOS:  # the run dir is full or unwritable: retrying cannot help
+        return InfraError(f"cannot write artifacts to {where} ({exc.strerror}); free space or fix "
+                          "permissions, then resume the run", retryable=False)
+    # what docker-py raises when the engine goes away mid-call (requests' ConnectionError is an OSError)
+    return InfraError(f"the Docker engine stopped answering ({type(exc).__name__}: {exc})")
 
 
 @dataclass
@@ -78,20 +90,33 @@ class Runner:
         final_dir = instance_dir(cfg.run_dir, instance.instance_id)
         work = final_dir.with_name(f".{instance.instance_id}.partial")
         shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
+        try:
+            work.mkdir(parents=True)
+        except OSError as exc:
+            raise InfraError(f"cannot create {work} ({exc.strerror or exc}); free space or fix permissions",
+                             retryable=False) from exc
         result = InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
                                 model=cfg.model, language=instance.language, repo=instance.repo,
                                 image=instance.image)
         timings = result.timings
         started = time.monotonic()
         try:
-            self._run_phases(instance, work, result)
+            try:
+                self._run_phases(instance, work, result)
+            except OSError as exc:
+                raise _infra_error_of(exc, work.parent) from exc
+            except docker.errors.DockerException as exc:
+                raise InfraError(f"Docker failed: {exc}") from exc
         except InfraError as exc:
             result.outcome, result.resolved, result.error = ERROR, None, str(exc)
             raise
-        except BaseException as exc:  # timeout, Ctrl-C, a bug: recorded as an error, then re-raised
+        except Exception as exc:  # bad data, an adapter bug: recorded as an error, then re-raised
             result.outcome, result.resolved = ERROR, None
-            result.error = result.error or f"interrupted: {type(exc).__name__}: {exc}"[:500]
+            result.error = f"{type(exc).__name__}: {exc}"[:500]
+            raise
+        except BaseException as exc:  # Ctrl-C, the hard timeout: recorded as an error, then re-raised
+            result.outcome, result.resolved = ERROR, None
+            result.error = f"interrupted: {type(exc).__name__}: {exc}"[:500]
             raise
         finally:
             timings["total"] = round(time.monotonic() - started, 3)
@@ -176,7 +201,7 @@ class Runner:
         try:
             ensure_image({**row, TASK_DIR: instance.task_dir}, self.client, progress=self.progress)
         except ImageError as exc:
-            raise InfraError(str(exc)) from None
+            raise InfraError(str(exc), retryable=False) from None
 
     def _agent_phase(self, ctx: TaskContext, prompt: str, result: InstanceResult) -> AgentRun:
         run = AgentRun("error")  # replaced by the first attempt
@@ -201,6 +226,15 @@ class Runner:
         return run
 
     def _commit(self, work: Path, final_dir: Path, result: InstanceResult) -> None:
+        try:
+            self._write_final(work, final_dir, result)
+        except OSError as exc:
+            # the instance stays absent (its partial folder is hidden): a resume runs it again
+            raise InfraError(f"cannot write the results of {result.instance_id} to {final_dir.parent} "
+                             f"({exc.strerror or exc}); free space or fix permissions, then resume the run",
+                             retryable=False) from exc
+
+    def _write_final(self, work: Path, final_dir: Path, result: InstanceResult) -> None:
         write_atomic(work / METADATA, json.dumps(result.to_json(), indent=2) + "\n")
         old = final_dir.with_name(f".{final_dir.name}.old")
         shutil.rmtree(old, ignore_errors=True)

@@ -41,7 +41,14 @@ def owner_alive(labels: dict[str, str]) -> bool:
 
 
 class InfraError(Exception):
-    """The machinery failed (Docker, image, evaluator), not the agent: the item errors, never fails."""
+    """The machinery failed (Docker, image, evaluator), not the agent: the item errors, never fails.
+
+    `retryable`: a second attempt from scratch may succeed (a daemon hiccup, an evaluator crash), as
+    opposed to a missing image or a full disk, which would only fail again."""
+
+    def __init__(self, message: str, retryable: bool = True):
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def docker_client() -> docker.DockerClient:

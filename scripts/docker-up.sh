@@ -19,6 +19,7 @@ if ! docker info >/dev/null 2>&1; then
   say "starting dockerd (log: $cache/dockerd.log)"
   # setsid: dockerd must outlive this script and the shell that ran it.
   setsid dockerd >"$cache/dockerd.log" 2>&1 < /dev/null &
+  echo $! > "$cache/dockerd.pid"  # this daemon is ours: tests may restart it (see tests/test_faults.py)
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { say "dockerd did not start; see $cache/dockerd.log"; exit 1; }
 fi

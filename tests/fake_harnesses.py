@@ -103,3 +103,51 @@ class ProbeHarness(Harness):
         out += f"env_has_key={int(secret in container_env)}\ntest_name={test_name}\n"
         (ctx.artifacts_dir / "probe.txt").write_text(out)
         return AgentRun("stop", out, 0)
+
+
+class SlowOracleHarness(Harness):
+    """The oracle, taking its time: applies the gold patch, then works on for `--harness-option sleep=S`."""
+
+    name = "slow-oracle"
+    needs_model = False
+
+    def send_task(self, ctx, prompt):
+        ws = ctx.workspace
+        ws.write_file("/tmp/gold.patch", ctx.row["patch"])
+        ws.exec("git apply /tmp/gold.patch && rm /tmp/gold.patch", workdir=ctx.workdir, check=True)
+        result = ws.exec(["sleep", self.options.get("sleep", "0")], timeout=ctx.budget_s)
+        return AgentRun("timeout" if result.timed_out else "stop", "", 0)
+
+
+CHAT = r"""
+import json, sys, time, urllib.request
+url, token, seconds = sys.argv[1] + "/v1/chat/completions", sys.argv[2], float(sys.argv[3])
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]}).encode()
+end, ok, failed = time.time() + seconds, 0, 0
+while time.time() < end:
+    req = urllib.request.Request(url, body, {"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req, timeout=10).read(); ok += 1
+    except Exception:
+        failed += 1
+    time.sleep(0.2)
+print(json.dumps({"ok": ok, "failed": failed}))
+sys.exit(1 if failed else 0)
+"""
+
+
+class ChattyHarness(Harness):
+    """Talks to the model gateway for `--harness-option seconds=S`, then applies the gold patch."""
+
+    name = "chatty"
+
+    def send_task(self, ctx, prompt):
+        ws = ctx.workspace
+        ws.write_file("/tmp/chat.py", CHAT)
+        r = ws.exec(["python3", "/tmp/chat.py", ctx.gateway_url, ctx.gateway_token,
+                     self.options.get("seconds", "2")], timeout=ctx.budget_s)
+        if r.exit_code != 0:
+            return AgentRun("error", r.output, r.exit_code, message="model calls failed")
+        ws.write_file("/tmp/gold.patch", ctx.row["patch"])
+        ws.exec("git apply /tmp/gold.patch", workdir=ctx.workdir, check=True)
+        return AgentRun("stop", r.output, 0)

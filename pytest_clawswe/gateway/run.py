@@ -5,11 +5,12 @@ is read back when the agent is done. A scripted model gets the instance's gold p
 """
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 from pathlib import Path
 
 from ..results import Usage
-from .client import GatewayClient, GatewayProcess, read_usage
+from .client import GatewayClient, GatewayError, GatewayProcess, read_usage
 from .upstream import check_upstream
 
 SCRIPTED_PREFIX = "scripted/"
@@ -52,6 +53,10 @@ class RunGateway:
         return self.client.url
 
     def register(self, instance_id: str, row: dict, workdir: str = "/testbed") -> tuple[str, str]:
+        with _unreachable_is_infra():
+            return self._register(instance_id, row, workdir)
+
+    def _register(self, instance_id: str, row: dict, workdir: str) -> tuple[str, str]:
         scripted = None
         if self.model.startswith(SCRIPTED_PREFIX):
             scripted = {"mode": self.model[len(SCRIPTED_PREFIX):], "gold_patch": row.get("patch", ""),
@@ -65,6 +70,18 @@ class RunGateway:
         token = self.tokens.pop(instance_id, None)
         if token is None:
             return read_usage(self.state_dir, instance_id)
-        usage = self.client.usage(token)
-        self.client.unregister(token)
+        with _unreachable_is_infra():
+            usage = self.client.usage(token)
+            self.client.unregister(token)
         return usage
+
+
+@contextlib.contextmanager
+def _unreachable_is_infra():
+    """A gateway that stopped answering is the benchmark's failure, never the agent's."""
+    from ..workspace import InfraError
+
+    try:
+        yield
+    except (GatewayError, OSError) as exc:
+        raise InfraError(f"the model gateway stopped answering ({exc}); the run must be resumed") from exc

@@ -1,0 +1,195 @@
+"""Fault injection: real Docker, real runs. Each fault must leave no container behind, no duplicate or
+missing prediction, the affected instance an error (never a fail), and a resumed run whose results equal
+an uninterrupted run's (every demo instance given here is resolved by the oracle)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_clawswe.workspace import LABEL_RUN
+
+pytestmark = pytest.mark.docker
+ROOT = Path(__file__).resolve().parent.parent
+FAKES = ROOT / "tests" / "fake_harnesses.py"
+
+
+def bench(run_dir, harness, ids, *extra, cwd=None):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--dataset", "demo", "--run-dir", str(run_dir),
+           f"--harness={harness}", "--instance-ids", ",".join(ids), *extra]
+    return subprocess.Popen(cmd, cwd=cwd or run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+def wait_for(predicate, timeout=300, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def agents_running(client, run_dir, count):
+    def check():
+        if not (run_dir / "run.json").is_file():
+            return False
+        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+        found = client.containers.list(filters={"label": [f"{LABEL_RUN}={run_id}", "clawswe.role=agent"]})
+        return len(found) >= count
+    return check
+
+
+def leftovers(client, run_dir):
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    return client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+
+
+def outcomes(run_dir):
+    out = {}
+    for meta in (run_dir / "instances").glob("*/metadata.json"):
+        if not meta.parent.name.startswith("."):
+            out[meta.parent.name] = json.loads(meta.read_text())["outcome"]
+    return out
+
+
+def predictions(run_dir):
+    lines = (run_dir / "predictions.jsonl").read_text().splitlines()
+    ids = [json.loads(line)["instance_id"] for line in lines]
+    assert len(ids) == len(set(ids)), "duplicate prediction"
+    return ids
+
+
+def finish_with_resume(run_dir, ids, cwd):
+    """Resume with a healthy setup: everything ends resolved, once."""
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", ids, "--resume", str(run_dir), cwd=cwd)
+    out = proc.communicate(timeout=900)[0]
+    assert proc.returncode == 0, out
+    assert outcomes(run_dir) == {i: "resolved" for i in ids}
+    assert sorted(predictions(run_dir)) == sorted(ids)
+
+
+@pytest.fixture
+def two_ids(demo_instances, demo_images):
+    quick = [i for i in demo_instances if i.language in ("Python", "Go")]
+    return [i.instance_id for i in quick]
+
+
+def test_sigkill_of_a_worker_mid_agent_then_resume(docker_client, two_ids, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "-n", "2", "--max-worker-restart", "0",
+                 "--harness-option", "sleep=600")
+    wait_for(agents_running(docker_client, run_dir, 2), what="two agents")
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    os.kill(int(workers[0]), signal.SIGKILL)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=300)
+    assert leftovers(docker_client, run_dir) == []
+    assert "resolved" not in outcomes(run_dir).values()  # nobody finished; nothing was scored as a fail
+    assert "unresolved" not in outcomes(run_dir).values()
+    assert predictions(run_dir) == []
+    finish_with_resume(run_dir, two_ids, tmp_path)
+    assert leftovers(docker_client, run_dir) == []
+
+
+def test_sigint_of_the_controller_then_resume(docker_client, two_ids, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "--harness-option", "sleep=600")
+    wait_for(agents_running(docker_client, run_dir, 1), what="the agent")
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert leftovers(docker_client, run_dir) == []
+    assert set(outcomes(run_dir).values()) <= {"error"} and predictions(run_dir) == []
+    finish_with_resume(run_dir, two_ids, tmp_path)
+
+
+def test_gateway_killed_mid_request_then_resume(docker_client, python_demo, tmp_path):
+    run_dir = tmp_path / "run"
+    iid = python_demo.instance_id
+    proc = bench(run_dir, f"{FAKES}:ChattyHarness", [iid], "--model", "scripted/noop",
+                 "--harness-option", "seconds=20")
+    ledger = run_dir / "gateway" / "usage" / f"{iid}.jsonl"
+    wait_for(lambda: ledger.is_file() and len(ledger.read_text().splitlines()) >= 3, what="model requests")
+    gateway_pid = json.loads((run_dir / "gateway" / "gateway.json").read_text())["pid"]
+    os.kill(gateway_pid, signal.SIGKILL)  # the run started it: ours to kill
+    out = proc.communicate(timeout=300)[0]
+    assert leftovers(docker_client, run_dir) == []
+    assert outcomes(run_dir) == {iid: "error"}, out
+    meta = json.loads((run_dir / "instances" / iid / "metadata.json").read_text())
+    assert "gateway" in meta["error"]
+    assert predictions(run_dir) == []
+    proc = bench(run_dir, f"{FAKES}:ChattyHarness", [iid], "--model", "scripted/noop", "--resume", str(run_dir),
+                 "--harness-option", "seconds=1")
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 0, out
+    assert outcomes(run_dir) == {iid: "resolved"} and predictions(run_dir) == [iid]
+    # the requests before the fault stay counted in the gateway's ledger (attempt 1), apart from the resumed ones
+    records = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert len({r.get("attempt") for r in records}) >= 2
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs for the disk-full test needs root (CI runs as root)")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_disk_full_in_the_run_dir_then_resume(docker_client, python_demo, small_disk):
+    run_dir = small_disk / "run"
+    iid = python_demo.instance_id
+    filler = small_disk / "filler"
+    subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k", "count=2000"], capture_output=True)  # fills it
+    os.truncate(filler, filler.stat().st_size - 12 * 1024)  # 12 kB free: run.json fits, the artifacts do not
+    stat = os.statvfs(small_disk)
+    assert stat.f_bavail * stat.f_frsize <= 16 * 1024
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", [iid], cwd=small_disk.parent)
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode != 0
+    assert "free space" in out or "No space left" in out, out
+    assert leftovers(docker_client, run_dir) == []
+    assert outcomes(run_dir).get(iid) in (None, "error")  # absent or an error: never a fail
+    filler.unlink()
+    finish_with_resume(run_dir, [iid], small_disk.parent)
+
+
+def _our_dockerd() -> int | None:
+    pidfile = Path(os.environ.get("CLAWSWE_CACHE", Path.home() / ".cache" / "clawswe")) / "dockerd.pid"
+    try:
+        pid = int(pidfile.read_text())
+        if Path(f"/proc/{pid}/comm").read_text().strip() == "dockerd":
+            return pid
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def test_dockerd_restart_mid_run_then_resume(docker_client, python_demo, tmp_path):
+    pid = _our_dockerd()
+    if pid is None:
+        pytest.skip("this test restarts dockerd, and only does so for a daemon scripts/docker-up.sh started")
+    run_dir = tmp_path / "run"
+    iid = python_demo.instance_id
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", [iid], "--harness-option", "sleep=600")
+    wait_for(agents_running(docker_client, run_dir, 1), what="the agent")
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=60, what="dockerd to stop")
+    subprocess.run([str(ROOT / "scripts" / "docker-up.sh"), "bookworm"], check=True, capture_output=True)
+    out = proc.communicate(timeout=600)[0]
+    assert outcomes(run_dir) == {iid: "error"}, out
+    assert predictions(run_dir) == []
+    import docker
+
+    client = docker.from_env()
+    finish_with_resume(run_dir, [iid], tmp_path)
+    assert leftovers(client, run_dir) == []
