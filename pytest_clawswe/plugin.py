@@ -119,7 +119,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.args_source == pytest.Config.ArgsSource.ARGS and not hasattr(config, "workerinput"):
         raise pytest.UsageError(f"a benchmark run takes no test paths (got {' '.join(config.args)}); select "
                                 "instances with --instance-ids a,b, --instances-file, -k or -m")
-    config.pluginmanager.register(BenchmarkSession(config, _run_config(config)), "clawswe-session")
+    cfg = _run_config(config)
+    try:  # bad harness options (e.g. zeroclaw without its binary): one sentence before anything starts
+        get_harness_class(cfg.harness_spec)(cfg.model, cfg.harness_options)
+    except HarnessError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(BenchmarkSession(config, cfg), "clawswe-session")
 
 
 class BenchmarkSession:

@@ -32,8 +32,9 @@ for suite in "${suites[@]}"; do
   if [ ! -s "$tarball" ]; then
     command -v debootstrap >/dev/null 2>&1 || {
       apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
-    mirror=$(awk '/^(deb|URIs:)/ {for (i=1;i<=NF;i++) if ($i ~ /^https?:\/\//) {print $i; exit}}' \
-      /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null | head -n1)
+    # the host's own Debian mirror (one-line or deb822 sources), so a machine without the public one works
+    mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
+      2>/dev/null | awk '/^(deb|URIs:)/ {for (i=1;i<=NF;i++) if ($i ~ /^https?:\/\//) {print $i; exit}}' || true)
     mirror=${mirror:-http://deb.debian.org/debian}
     root=$(mktemp -d)
     say "no registry reachable: building $image with debootstrap from $mirror (a few minutes, cached)"

@@ -3,6 +3,11 @@ import os
 
 from pytest_clawswe.harness import AgentRun, Harness
 
+def apply_gold(ctx):
+    ctx.workspace.write_file("/tmp/gold.patch", ctx.row["patch"])
+    ctx.workspace.exec("git apply /tmp/gold.patch && rm /tmp/gold.patch", workdir=ctx.workdir, check=True)
+
+
 LIST_PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
 
 
@@ -13,10 +18,8 @@ class HangHarness(Harness):
     needs_model = False
 
     def send_task(self, ctx, prompt):
-        ws = ctx.workspace
-        ws.write_file("/tmp/gold.patch", ctx.row["patch"])
-        ws.exec("git apply /tmp/gold.patch && rm /tmp/gold.patch", workdir=ctx.workdir, check=True)
-        result = ws.exec("sleep 1001 & (setsid sleep 1002 &); sleep 1003", timeout=ctx.budget_s)
+        apply_gold(ctx)
+        result = ctx.workspace.exec("sleep 1001 & (setsid sleep 1002 &); sleep 1003", timeout=ctx.budget_s)
         return AgentRun("timeout" if result.timed_out else "stop", result.output)
 
     def backup_session(self, ctx, dest):
@@ -40,8 +43,7 @@ class FlakyHarness(Harness):
         if self.calls % 2 == 1:
             ws.exec("echo junk > scribble.txt", workdir=ctx.workdir)
             return AgentRun("error", "crashed", 1, message="simulated crash")
-        ws.write_file("/tmp/gold.patch", ctx.row["patch"])
-        ws.exec("git apply /tmp/gold.patch", workdir=ctx.workdir, check=True)
+        apply_gold(ctx)
         return AgentRun("stop", "ok", 0)
 
 
@@ -112,10 +114,8 @@ class SlowOracleHarness(Harness):
     needs_model = False
 
     def send_task(self, ctx, prompt):
-        ws = ctx.workspace
-        ws.write_file("/tmp/gold.patch", ctx.row["patch"])
-        ws.exec("git apply /tmp/gold.patch && rm /tmp/gold.patch", workdir=ctx.workdir, check=True)
-        result = ws.exec(["sleep", self.options.get("sleep", "0")], timeout=ctx.budget_s)
+        apply_gold(ctx)
+        result = ctx.workspace.exec(["sleep", self.options.get("sleep", "0")], timeout=ctx.budget_s)
         return AgentRun("timeout" if result.timed_out else "stop", "", 0)
 
 
@@ -148,6 +148,5 @@ class ChattyHarness(Harness):
                      self.options.get("seconds", "2")], timeout=ctx.budget_s)
         if r.exit_code != 0:
             return AgentRun("error", r.output, r.exit_code, message="model calls failed")
-        ws.write_file("/tmp/gold.patch", ctx.row["patch"])
-        ws.exec("git apply /tmp/gold.patch", workdir=ctx.workdir, check=True)
+        apply_gold(ctx)
         return AgentRun("stop", r.output, 0)
