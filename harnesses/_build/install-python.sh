@@ -1,0 +1,11 @@
+#!/bin/sh
+# pip-install $PACKAGES into a copy of the bundled CPython, then write bin/ wrappers.
+set -eu
+b=$BUNDLE_DIR
+mkdir -p "$b"
+cp -a /opt/clawswe/python "$b/python"
+# Their shebangs name the runtime image's prefix, not this copy.
+rm -f "$b"/python/bin/pip*
+"$b/python/bin/python3" -m pip install --no-warn-script-location $PACKAGES
+sh /clawswe/bundle/bundle-libs.sh "$b" "$b/python/lib"
+sh /clawswe/bundle/make-wrappers.sh python $ENTRY_POINTS

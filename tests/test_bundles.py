@@ -1,0 +1,219 @@
+"""Harness bundles: recipe loading and errors (fast), and real bundles lent to bare Debian containers
+through volumes_from (docker; the node and python ones build real runtimes and harnesses: slow)."""
+from __future__ import annotations
+
+import argparse
+import uuid
+
+import docker
+import pytest
+
+from pytest_clawswe import bundles
+from pytest_clawswe.cli import UserError
+
+BASES = ["debian:bullseye-slim", "debian:bookworm-slim"]  # glibc 2.31 and 2.36; neither has Python or Node
+
+
+# --- recipes and errors (no Docker) -----------------------------------------------------------------------
+
+def test_recipes_load_with_defaults():
+    recipes = bundles.load_recipes()
+    assert set(recipes) >= {"openclaw", "codex", "claude-code", "hermes", "nanobot", "generic", "mini-swe-agent",
+                            "zeroclaw"}
+    assert recipes["openclaw"].runtime == "node"
+    assert recipes["hermes"].packages("0.19.0") == ["hermes-agent==0.19.0"]
+    assert recipes["codex"].packages("1.2.3") == ["@openai/codex@1.2.3"]
+    assert recipes["mini-swe-agent"].packages("2.4.6")[1].startswith("mcp==")
+    for recipe in recipes.values():
+        assert recipe.entry_points
+        assert (recipe.version is None) == (recipe.runtime == "binary")
+        assert recipe.smoke or recipe.runtime == "binary"
+    runtimes = bundles.load_runtimes()
+    assert {"base", "python", "node"} <= set(runtimes)
+
+
+def test_paths_and_tags():
+    assert bundles.bundle_path("openclaw", "2026.9.6") == "/opt/clawswe/openclaw-2026.9.6"
+    assert bundles.bundle_tag("openclaw", "2026.9.6") == "clawswe-bundle/openclaw:2026.9.6"
+
+
+def test_unknown_harness_lists_known_ones():
+    with pytest.raises(UserError, match="unknown harness 'nope'; known harnesses: .*openclaw"):
+        bundles.build_bundle("nope")
+
+
+def test_zeroclaw_needs_a_binary(tmp_path):
+    with pytest.raises(UserError, match="zeroclaw is on no registry; pass --binary PATH"):
+        bundles.build_bundle("zeroclaw")
+    with pytest.raises(UserError, match="no such file"):
+        bundles.build_bundle("zeroclaw", binary=tmp_path / "missing")
+    exe = tmp_path / "zeroclaw"
+    exe.write_bytes(b"#!/bin/sh\necho zeroclaw\n")
+    version = bundles.resolve_version(bundles.get_recipe("zeroclaw"), None, exe)
+    assert version.startswith("sha256-")
+
+
+def test_bad_inputs_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match="--binary is only for"):
+        bundles.build_bundle("openclaw", binary=tmp_path)
+    with pytest.raises(UserError, match="version"):
+        bundles.build_bundle("openclaw", version="1.0; rm -rf /")
+
+
+def harness_cli(argv):
+    """Run `clawswe harness ...` as cli.main does (only this module's subcommand is registered)."""
+    parser = argparse.ArgumentParser(prog="clawswe")
+    bundles.add_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["harness", *argv])
+    return args.func(args)
+
+
+def test_cli_reports_user_errors():
+    with pytest.raises(UserError, match="unknown harness 'nope'"):
+        harness_cli(["build", "nope"])
+    with pytest.raises(UserError, match="--binary PATH"):
+        harness_cli(["build", "zeroclaw"])
+
+
+def test_cli_lists_recipes(capsys):
+    assert harness_cli(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "openclaw" in out and "hermes-agent@0.19.0" in out
+
+
+# --- real bundles in bare containers (Docker) ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def client():
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        pytest.skip(f"no Docker engine: {exc}")
+    missing = [base for base in BASES if not client.images.list(name=base)]
+    if missing:
+        pytest.fail(f"base images missing: {missing}; run scripts/docker-up.sh")
+    return client
+
+
+@pytest.fixture(scope="module")
+def images(client):
+    """The bare bases, then the demo instance images that are built here (`clawswe images build`)."""
+    demo = client.images.list(name="swebench/sweb.eval.x86_64.clawswe_*")
+    return BASES + sorted(tag for image in demo for tag in image.tags)
+
+
+@pytest.fixture
+def lend(client):
+    """lend(name, version) -> the bundle's data container, removed (with its volume) afterwards."""
+    made = []
+
+    def lend(name, version=None):
+        container = bundles.bundle_volume_container(client, name, version, run_label=f"test-{uuid.uuid4().hex[:8]}")
+        made.append(container)
+        return container
+
+    yield lend
+    for container in made:
+        try:
+            container.remove(v=True, force=True)
+        except docker.errors.NotFound:
+            pass  # the test removed it already
+
+
+def run_in(client, image, data_container, command):
+    """Run a command in a fresh container of `image` that sees the bundle only through volumes_from."""
+    container = client.containers.create(image, entrypoint=command, volumes_from=[f"{data_container.id}:ro"],
+                                         network_disabled=True, labels={"clawswe.bundle": "test"})
+    try:
+        container.start()
+        status = container.wait(timeout=300)["StatusCode"]
+        return status, container.logs().decode(errors="replace")
+    finally:
+        container.remove(force=True)
+
+
+@pytest.mark.docker
+def test_binary_bundle_is_lent_through_volumes_from(client, lend, tmp_path):
+    exe = tmp_path / "zeroclaw"
+    exe.write_bytes(b"#!/bin/sh\necho zeroclaw-stand-in \"$@\"\n")
+    tag = bundles.build_bundle("zeroclaw", client=client, binary=exe, progress=lambda line: None)
+    version = tag.split(":", 1)[1]
+    try:
+        data = lend("zeroclaw", version)
+        assert data.labels["clawswe.run"].startswith("test-")
+        for base in BASES:
+            status, out = run_in(client, base, data, [bundles.bundle_path("zeroclaw", version) + "/bin/zeroclaw", "hi"])
+            assert (status, out.strip()) == (0, "zeroclaw-stand-in hi")
+        # Read-only: an instance cannot change the bundle that other instances share.
+        status, out = run_in(client, BASES[0], data, ["touch", bundles.bundle_path("zeroclaw", version) + "/x"])
+        assert status != 0 and "Read-only" in out
+        assert bundles.build_bundle("zeroclaw", client=client, binary=exe) == tag  # reused, not rebuilt
+    finally:
+        for container in client.containers.list(all=True, filters={"ancestor": tag}):
+            container.remove(v=True, force=True)  # the data container: the image can't go while it exists
+        client.images.remove(tag)
+
+
+def smoke(client, image, data_container, recipe):
+    """Run the recipe's quick check in `image`; assert it passes (and names the version, if asked for it)."""
+    path = bundles.bundle_path(recipe.name, recipe.version)
+    status, out = run_in(client, image, data_container, ["env", f"BUNDLE={path}", "sh", "-c", recipe.smoke])
+    assert status == 0, f"{image}: {out}"
+    if "--version" in recipe.smoke:
+        assert recipe.version in out, f"{image}: {out}"
+
+
+@pytest.mark.docker
+@pytest.mark.harness
+def test_unknown_version_fails_clearly_and_leaves_nothing(client):
+    with pytest.raises(bundles.BundleBuildError, match="building clawswe-bundle/nanobot:0.0.0 failed"):
+        bundles.build_bundle("nanobot", "0.0.0", client=client, progress=lambda line: None)
+    assert not client.images.list(name="clawswe-bundle/nanobot", filters={"label": "clawswe.bundle=nanobot-0.0.0"})
+    assert not client.images.list(all=True, filters={"label": "clawswe.bundle=nanobot-0.0.0-build"})
+    assert not client.containers.list(all=True, filters={"label": "clawswe.bundle=nanobot-0.0.0-build"})
+
+
+@pytest.mark.docker
+@pytest.mark.harness
+def test_node_bundle_openclaw_runs_in_bare_and_demo_images(client, images, lend):
+    bundles.build_bundle("openclaw", client=client)
+    recipe = bundles.get_recipe("openclaw")
+    path = bundles.bundle_path("openclaw", recipe.version)
+    data = lend("openclaw")
+    for base in images:
+        smoke(client, base, data, recipe)
+        status, out = run_in(client, base, data, [f"{path}/node/bin/node", "-e", "require('node:sqlite')"])
+        assert status == 0, out
+        assert bundles.check_bundle(client, data, base) == [], base
+
+
+@pytest.mark.docker
+@pytest.mark.harness
+def test_python_bundle_hermes_runs_in_bare_and_demo_images(client, images, lend):
+    bundles.build_bundle("hermes", client=client)
+    recipe = bundles.get_recipe("hermes")
+    path = bundles.bundle_path("hermes", recipe.version)
+    data = lend("hermes")
+    modules = "ssl, sqlite3, ctypes, lzma, bz2, zlib, readline, decimal, uuid, curses"
+    for base in images:
+        if base in BASES:
+            status, out = run_in(client, base, data, ["sh", "-c", "command -v python3 python || echo no-python"])
+            assert out.strip() == "no-python"  # the image has no Python of its own
+        check = f"import {modules}; ctypes.CDLL(None); ssl.create_default_context(); print('ok')"
+        status, out = run_in(client, base, data, [f"{path}/python/bin/python3", "-c", check])
+        assert (status, out.strip()) == (0, "ok"), out
+        smoke(client, base, data, recipe)
+        assert bundles.check_bundle(client, data, base) == [], base
+
+
+@pytest.mark.docker
+@pytest.mark.harness
+@pytest.mark.parametrize("name", [n for n, r in bundles.load_recipes().items()
+                                  if r.runtime != "binary" and n not in ("openclaw", "hermes")])  # tested above
+def test_other_bundles_run_in_bare_and_demo_images(client, images, lend, name):
+    bundles.build_bundle(name, client=client)
+    data = lend(name)
+    for base in images:
+        smoke(client, base, data, bundles.get_recipe(name))
+        assert bundles.check_bundle(client, data, base) == [], base
