@@ -30,6 +30,24 @@ def clean(client, run_id: str | None = None, dry_run: bool = False, include_live
     return removed
 
 
+def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:
+    """Remove the bundles' data containers (each holds a copy of its bundle) that no container uses now."""
+    from .harnesses._bundled import BUNDLE_CACHE_LABEL
+
+    in_use = set()
+    for c in client.containers.list():
+        in_use.update(v.split(":")[0] for v in (c.attrs["HostConfig"].get("VolumesFrom") or []))
+    removed = 0
+    for c in client.containers.list(all=True, filters={"label": BUNDLE_CACHE_LABEL}):
+        if c.name in in_use or c.id in in_use:
+            continue
+        progress(f"{'would remove' if dry_run else 'removing'} bundle cache {c.name}")
+        if not dry_run:
+            c.remove(v=True)
+        removed += 1
+    return removed
+
+
 def _cli(args) -> int:
     from .cli import UserError
 
@@ -38,6 +56,8 @@ def _cli(args) -> int:
     except InfraError as exc:
         raise UserError(str(exc)) from None
     n = clean(client, args.run_id, args.dry_run, include_live=args.all)
+    if args.bundles:
+        n += clean_bundle_caches(client, args.dry_run)
     print(f"{'found' if args.dry_run else 'removed'} {n} leftover object(s)")
     return 0
 
@@ -47,4 +67,6 @@ def add_cli(sub) -> None:
     p.add_argument("--run-id", help="only this run's leftovers (default: every clawswe run's)")
     p.add_argument("--dry-run", action="store_true", help="list, remove nothing")
     p.add_argument("--all", action="store_true", help="also what runs still in progress on this machine own")
+    p.add_argument("--bundles", action="store_true",
+                   help="also the harness bundles' data containers kept between runs (recreated when needed)")
     p.set_defaults(func=_cli)

@@ -51,10 +51,10 @@ def test_zeroclaw_without_a_binary_is_one_clear_error(monkeypatch, tmp_path):
     assert 'default_provider = "custom:http://172.17.0.1:1234/v1"' in config and 'api_key = "clawswe-t"' in config
 
 
-def test_bundle_data_container_is_shared_per_run_and_a_missing_bundle_names_the_build_command():
+def test_bundle_data_container_is_shared_across_runs_and_a_missing_bundle_names_the_build_command():
     import docker.errors
 
-    from pytest_clawswe.harnesses._bundled import bundle_container_name, ensure_bundle_container
+    from pytest_clawswe.harnesses._bundled import BUNDLE_CACHE_LABEL, bundle_container_name, ensure_bundle_container
 
     class Fake:
         def __init__(self, have_image=True, exists=False, race=False):
@@ -71,26 +71,28 @@ def test_bundle_data_container_is_shared_per_run_and_a_missing_bundle_names_the_
         def _image(self, tag):
             if not self.have_image:
                 raise docker.errors.ImageNotFound("no")
+            return types.SimpleNamespace(id="sha256:0123456789abcdef")
 
         def _create(self, image, **kw):
-            if self.race:  # another xdist worker got there first
+            if self.race:  # another process got there first
                 self.exists = True
                 raise docker.errors.APIError("conflict", response=types.SimpleNamespace(status_code=409))
             self.created.append((image, kw))
 
-    name = bundle_container_name("hermes", "0.19.0", "run/1")
-    assert name == "clawswe-bundle-hermes-0.19.0-run-1"
+    name = bundle_container_name("hermes", "0.19.0", "sha256:0123456789abcdef")
+    assert name == "clawswe-bundle-hermes-0.19.0-0123456789ab"  # one per bundle image, whatever the run
     fake = Fake()
-    assert ensure_bundle_container(fake, "hermes", "0.19.0", "run/1") == name
+    assert ensure_bundle_container(fake, "hermes", "0.19.0") == name
     (image, kw), = fake.created
-    assert image == "clawswe-bundle/hermes:0.19.0" and kw["labels"]["clawswe.run"] == "run/1"
+    assert image == "clawswe-bundle/hermes:0.19.0" and kw["labels"][BUNDLE_CACHE_LABEL] == "1"
+    assert "clawswe.run" not in kw["labels"]  # a run's clean-up must not throw away the copy
     assert kw["volumes"] == ["/opt/clawswe/hermes-0.19.0"] and kw["name"] == name
-    assert ensure_bundle_container(Fake(race=True), "hermes", "0.19.0", "r") == bundle_container_name("hermes", "0.19.0", "r")
+    assert ensure_bundle_container(Fake(race=True), "hermes", "0.19.0") == name
     existing = Fake(exists=True)
-    ensure_bundle_container(existing, "hermes", "0.19.0", "r")
+    ensure_bundle_container(existing, "hermes", "0.19.0")
     assert existing.created == []
     with pytest.raises(HarnessError, match=r"not built; run: clawswe harness build nanobot"):
-        ensure_bundle_container(Fake(have_image=False), "nanobot", "0.3.5", "r")
+        ensure_bundle_container(Fake(have_image=False), "nanobot", "0.3.5")
 
 
 # ---------------------------------------------------------------------------------------- real runs

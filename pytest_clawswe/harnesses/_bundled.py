@@ -1,12 +1,10 @@
 """What the adapters of bundled harnesses share: the run's bundle data container and headless CLI runs.
 
-NOTE: reconstructed at 03:17 by the engineer of the Node adapters (openclaw, bare, codex, claude-code), who
-overwrote the first version of this file by accident; the API is rebuilt from its uses in hermes.py and
-nanobot.py (STATE_ROOT, BundledHarness.bin/.home, run_cli, agent_run). Check it against your original.
-
-A bundle (see bundles.py) is lent to every instance container of a run through ONE data container per
-run, `clawswe-bundle-<name>-<version>-<run id>`, labelled with the run so the controller removes it (and its
-volume) at the end. xdist workers race to create it: the loser gets a 409 Conflict and uses the winner's.
+A bundle (see bundles.py) is lent to every instance container through ONE data container per bundle image,
+`clawswe-bundle-<name>-<version>-<image id>`: created (never started) the first time a run needs it, its
+volume filled once with a copy of the bundle (a minute for a big one), and kept for later runs, since
+the data is read-only and the name changes when the bundle is rebuilt. `clawswe clean --bundles` removes
+these caches. xdist workers race to create it: the loser gets a 409 Conflict and waits for the winner's.
 Per-instance agent state lives under STATE_ROOT inside the container, never in /testbed.
 """
 from __future__ import annotations
@@ -15,41 +13,45 @@ import re
 import time
 
 from ..harness import AgentRun, Harness, HarnessError, TaskContext
-from ..workspace import LABEL_RUN, ExecResult, owner_label
+from ..workspace import ExecResult
 
 STATE_ROOT = "/tmp/clawswe-agent"
 CREATE_WAIT_S = 600  # how long a worker waits for the bundle container another worker is creating
 
 
-def bundle_container_name(name: str, version: str, run_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", f"clawswe-bundle-{name}-{version}-{run_id}")
+BUNDLE_CACHE_LABEL = "clawswe.bundle-cache"
 
 
-def ensure_bundle_container(client, name: str, version: str, run_id: str) -> str:
-    """Get or create (never start) the run's data container for a built bundle; returns its name."""
+def bundle_container_name(name: str, version: str, image_id: str) -> str:
+    short = image_id.split(":")[-1][:12]
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", f"clawswe-bundle-{name}-{version}-{short}")
+
+
+def ensure_bundle_container(client, name: str, version: str) -> str:
+    """Get or create (never start) the data container of a built bundle; returns its name."""
     import docker.errors
 
     from ..bundles import LABEL, bundle_path, bundle_tag
 
-    cname = bundle_container_name(name, version, run_id)
+    tag = bundle_tag(name, version)
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        raise HarnessError(f"the {name} bundle {tag} is not built; run: clawswe harness build {name} "
+                           f"--version {version}") from None
+    cname = bundle_container_name(name, version, image.id)
     try:
         client.containers.get(cname)
         return cname
     except docker.errors.NotFound:
         pass
-    tag = bundle_tag(name, version)
-    try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        raise HarnessError(f"the {name} bundle {tag} is not built; run: clawswe harness build {name} "
-                           f"--version {version}") from None
-    labels = {LABEL_RUN: run_id, LABEL: f"{name}-{version}", **owner_label()}
+    labels = {LABEL: f"{name}-{version}", BUNDLE_CACHE_LABEL: "1"}
     try:
         # the volume at the bundle path is filled from the image when the container is created
         client.api.create_container(tag, name=cname, volumes=[bundle_path(name, version)], labels=labels,
                                     network_disabled=True)
     except docker.errors.APIError as exc:
-        if exc.status_code != 409:  # 409: another worker of the run created it first
+        if exc.status_code != 409:  # 409: another process created it first
             raise
         # The daemon reserves the name first and lists the container only once its volume holds a full copy of
         # the bundle, which takes a while for a big bundle on a busy machine: wait for it.
@@ -80,7 +82,7 @@ class BundledHarness(Harness):
         self.data_container = ""
 
     def setup(self, client, run_id: str) -> None:
-        self.data_container = ensure_bundle_container(client, self.bundle_name, self.version, run_id)
+        self.data_container = ensure_bundle_container(client, self.bundle_name, self.version)
 
     def get_docker_args(self, instance_id: str) -> dict:
         # no key of any kind here: the gateway URL and the per-instance token are given per agent
