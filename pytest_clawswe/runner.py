@@ -165,7 +165,7 @@ class Runner:
             (work / "agent.log").write_text(run.output)
             result.finish_reason = run.finish_reason
             result.harness_usage = run.harness_usage
-            if run.finish_reason == "error" and run.message:
+            if run.message and run.finish_reason in ("error", "stop"):  # e.g. bare: "the diff did not apply"
                 result.error = run.message
 
             t = time.monotonic()
