@@ -1,7 +1,8 @@
 """The patch contract: the patch is read from repository state, never parsed from the agent's answer.
 
 Collected as the paper does it (`git add -A`, binary files unstaged, `git diff --cached BASE`), then cleaned:
-whole file sections are dropped for lockfiles and build manifests, non-ASCII paths and binary content.
+whole file sections are dropped for lockfiles and build manifests, non-ASCII paths, binary content and
+content that is not UTF-8 (a SWE-bench prediction is a JSON string).
 Both the raw and the cleaned patch are kept.
 """
 from __future__ import annotations
@@ -63,6 +64,8 @@ def drop_reason(section: str) -> str | None:
         return "non-ASCII path"
     if re.search(r"^(Binary files .* differ|GIT binary patch)$", section, re.MULTILINE):
         return "binary content"
+    if "\ufffd" in section:  # bytes that are not UTF-8 (decoded as U+FFFD): no JSON prediction can carry them
+        return "non-UTF-8 content"
     return None
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-import docker
 import pytest
 
 from pytest_clawswe import bundles

@@ -32,3 +32,10 @@ def test_changed_lines_ignore_file_headers():
 def test_a_lockfile_named_like_a_directory_is_kept():
     clean, dropped = clean_patch(section("go.sum.d/real.go"))
     assert dropped == [] and "real.go" in clean
+
+
+def test_drops_sections_whose_bytes_are_not_utf8():
+    latin1 = section("legacy.c", "@@ -1 +1 @@\n-a\n+caf\ufffd\n")  # how collection decodes a stray byte
+    clean, dropped = clean_patch(section("ok.c") + latin1)
+    assert [section_path(s) for s in split_sections(clean)] == ["ok.c"]
+    assert dropped == ["legacy.c: non-UTF-8 content"]
