@@ -39,15 +39,12 @@ def build_log_dir() -> Path:
 
 def docker_client() -> docker.DockerClient:
     """A client for a running engine, or a UserError saying how to get one."""
+    from pytest_clawswe.workspace import InfraError, docker_client as engine
+
     try:
-        client = docker.from_env(timeout=600)
-        client.ping()
-        return client
-    except docker.errors.DockerException as exc:
-        raise UserError(
-            "No Docker engine is reachable; run scripts/docker-up.sh or start Docker "
-            f"({exc.__class__.__name__})."
-        ) from None
+        return engine()
+    except InfraError as exc:
+        raise UserError(str(exc)) from None
 
 
 def load_instances(task_repo: str | Path, instance_ids: list[str] | None = None) -> list[dict]:
