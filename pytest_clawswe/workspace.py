@@ -192,10 +192,30 @@ class Workspace:
         return ExecResult(code, output.decode("utf-8", "replace"), time.monotonic() - start)
 
     def kill_all(self) -> None:
-        """Kill every process in the container but tini and its keep-alive child: no agent process survives."""
-        result = self.container.exec_run(["sh", "-c", _KILL_ALL, "sh", self._main_pid], user="root")
-        if result.exit_code != 0:
-            raise InfraError("processes in the container survived SIGKILL for 10 s")
+        """Kill every process in the container but tini and its keep-alive child: no agent process survives.
+
+        One fork-free pass per exec, repeated from the host: inside, a fork can fail when the agent has
+        used up the pid limit, so the waiting between passes happens here."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                result = self.container.exec_run(["sh", "-c", _KILL_PASS, "sh", self._main_pid], user="root")
+                if result.exit_code == 0:
+                    return
+                if result.exit_code not in (1,):  # the pass itself could not run: make room for it
+                    self._raise_pids_limit()
+            except docker.errors.APIError:
+                self._raise_pids_limit()
+            time.sleep(0.1)
+        raise InfraError("processes in the container survived SIGKILL for 10 s")
+
+    def _raise_pids_limit(self) -> None:
+        # the Docker API updates PidsLimit in place; docker-py has no argument for it
+        api = self.client.api
+        limit = api.inspect_container(self.container.id)["HostConfig"].get("PidsLimit") or 0
+        if limit > 0:
+            api._raise_for_status(api._post_json(api._url("/containers/{0}/update", self.container.id),
+                                                 data={"PidsLimit": limit + 64}))
 
     # -- files -----------------------------------------------------------------------------------
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
@@ -250,20 +270,16 @@ for d in /proc/[0-9]*; do
 done
 """
 
-# Loops until only PID 1, the keep-alive process and this script are left (zombies wait for tini).
-_KILL_ALL = r"""
-main=$1; i=0
-while [ $i -lt 100 ]; do
-  left=0
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}
-    case "$p" in 1|"$main"|"$$") continue ;; esac
-    kill -9 "$p" 2>/dev/null && left=1
-  done
-  [ $left = 0 ] && exit 0
-  i=$((i+1)); sleep 0.1
+# One pass, no fork (only shell builtins): exit 0 when nothing but PID 1, the keep-alive process and this
+# script is left (a zombie counts until tini reaps it), else 1.
+_KILL_PASS = r"""
+main=$1; left=0
+for d in /proc/[0-9]*; do
+  p=${d#/proc/}
+  case "$p" in 1|"$main"|"$$") continue ;; esac
+  kill -9 "$p" 2>/dev/null && left=1
 done
-exit 1
+exit $left
 """
 
 
