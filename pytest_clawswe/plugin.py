@@ -82,7 +82,10 @@ def _run_config(config: pytest.Config) -> RunConfig:
         run_dir = Path(config.getoption("resume")).resolve()
         if not run_dir.is_dir():
             raise pytest.UsageError(f"--resume {run_dir}: no such run directory")
-        run_id = _safe(config.getoption("run_id") or run_dir.name)
+        from .results import load_run_info
+
+        # a resumed run is the same run: same id, so its clean-up also finds what the first attempt left
+        run_id = _safe(config.getoption("run_id") or load_run_info(run_dir).get("run_id") or run_dir.name)
     else:
         run_id = _safe(config.getoption("run_id") or _default_run_id(name, config.getoption("model")))
         default = Path(config.invocation_params.dir, "reports", run_id)
@@ -143,6 +146,7 @@ class BenchmarkSession:
         if self.writes:
             cfg.run_dir.mkdir(parents=True, exist_ok=True)
             _write_run_info(config, cfg)
+            _remove_leftovers(cfg.run_id, include_live=False)  # an earlier, killed attempt of this run
             if self.needs_model:
                 self.gateway_process = _start_gateway(cfg)
 
@@ -397,13 +401,13 @@ def _progress(message: str) -> None:
     print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
 
 
-def _remove_leftovers(run_id: str) -> None:
+def _remove_leftovers(run_id: str, include_live: bool = True) -> None:
     """What this run created and still exists at its end (a killed worker leaves its container behind)."""
     try:
         import docker
 
         from .clean import clean
 
-        clean(docker.from_env(timeout=30), run_id, include_live=True, progress=lambda m: None)
+        clean(docker.from_env(timeout=30), run_id, include_live=include_live, progress=lambda m: None)
     except Exception:  # no engine: nothing was started, or `clawswe clean` will do it later
         pass
