@@ -1,5 +1,8 @@
-"""`clawswe clean`: remove what killed runs left behind (containers, volumes, networks labelled by a run)."""
+"""`clawswe clean`: remove what killed runs left behind (containers, volumes, networks labelled by a run,
+and the host firewall rules of their networks)."""
 from __future__ import annotations
+
+import docker.errors
 
 from .workspace import LABEL_RUN, InfraError, docker_client, owner_alive
 
@@ -25,9 +28,18 @@ def clean(client, run_id: str | None = None, dry_run: bool = False, include_live
 
             progress(f"{'would remove' if dry_run else 'removing'} {kind[:-1]} {obj.name}")
             if not dry_run:
-                obj.remove(force=True, v=True) if kind == "containers" else obj.remove()
+                try:
+                    obj.remove(force=True, v=True) if kind == "containers" else obj.remove()
+                except docker.errors.NotFound:
+                    continue  # removed meanwhile (e.g. by its own run)
+                except docker.errors.APIError as exc:  # one stuck object does not keep the rest
+                    progress(f"could not remove {kind[:-1]} {obj.name}: {exc.explanation or exc}")
+                    continue
             removed += 1
-    return removed
+    from .hostguard import unguard
+
+    # the host firewall rules of runs whose network is gone now (see hostguard)
+    return removed + unguard(run_id, only_orphans=True, dry_run=dry_run, progress=progress)
 
 
 def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:

@@ -44,4 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as a script this file is __main__: call the package's own module, whose UserError the commands raise
+    from pytest_clawswe.cli import main as package_main
+
+    sys.exit(package_main())

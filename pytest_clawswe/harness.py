@@ -48,7 +48,8 @@ class TaskContext:
 
 @dataclass
 class AgentRun:
-    """What send_task reports. finish_reason: stop | timeout | error (empty is decided from the patch)."""
+    """What send_task reports. finish_reason: stop | timeout | error (the runner decides empty from the patch,
+    and disk_limit when its watch stopped the agent)."""
 
     finish_reason: str
     output: str = ""  # the agent's stdout/stderr, kept as agent.log

@@ -18,6 +18,7 @@ DROPPED_FILES = frozenset({
     "pyproject.toml", "tox.ini", "setup.py", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
     "Cargo.lock", "poetry.lock", "Gemfile.lock", "composer.lock", "Pipfile.lock", "go.sum",
 })
+MAX_FILE_MB = 50  # no source change is this big; larger new or changed files are left out of the patch
 NO_REPOSITORY = 42  # exit code of the collection script when /testbed/.git is gone
 _SECTION = re.compile(r"^diff --git ", re.MULTILINE)
 _HEADER = re.compile(r'^diff --git (?:"?a/(.*?)"?) (?:"?b/(.*?)"?)$')
@@ -96,11 +97,17 @@ cd {workdir}
 export GIT_INDEX_FILE=/tmp/.clawswe-index
 rm -f "$GIT_INDEX_FILE"
 git read-tree {base_commit}
-git add -A .
+# files too big to be a source change (an agent's dump, a disk filler) are left out before git reads them
+printf '.\n' > /tmp/.clawswe-spec; : > /tmp/.clawswe-big
+find . -path ./.git -prune -o -type f -size +{MAX_FILE_MB}M -print | sed 's|^\./||' | while IFS= read -r f; do
+  printf ':(exclude,literal)%s\n' "$f" >> /tmp/.clawswe-spec
+  git check-ignore -q -- "$f" || printf '%s\n' "$f" >> /tmp/.clawswe-big
+done
+git add -A --pathspec-from-file=/tmp/.clawswe-spec
 git diff --cached --numstat {base_commit} | awk -F'\\t' '$1=="-" && $2=="-" {{print $3}}' > /tmp/.clawswe-binary
 if [ -s /tmp/.clawswe-binary ]; then git reset -q {base_commit} --pathspec-from-file=/tmp/.clawswe-binary; fi
 git -c core.quotePath=true diff --no-color --no-ext-diff --cached {base_commit}
-rm -f "$GIT_INDEX_FILE" /tmp/.clawswe-binary
+rm -f "$GIT_INDEX_FILE" /tmp/.clawswe-binary /tmp/.clawswe-spec
 """
     result = ws.exec(["bash", "-c", script])
     if result.exit_code == NO_REPOSITORY:  # the agent deleted the repository: an empty patch, not an error
@@ -109,4 +116,6 @@ rm -f "$GIT_INDEX_FILE" /tmp/.clawswe-binary
         raise InfraError(f"collecting the patch from {workdir} failed: {result.output.strip()[-500:]}")
     raw = result.stdout
     clean, dropped = clean_patch(raw)
-    return CollectedPatch(raw, clean, dropped)
+    listed = ws.exec(["sh", "-c", "cat /tmp/.clawswe-big && rm -f /tmp/.clawswe-big"]).stdout
+    big = [f"{path}: larger than {MAX_FILE_MB} MiB, not read" for path in listed.splitlines() if path]
+    return CollectedPatch(raw, clean, big + dropped)

@@ -12,7 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+import docker.errors
 import pytest
+from docker.utils import parse_bytes
 
 from . import outputs
 from .harness import HarnessError, get_harness_class
@@ -49,6 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--eval-timeout", type=float, default=1800.0, help="seconds for the evaluation's test run")
     g.addoption("--mem-limit", default="8g", help="memory limit of each container (default: %(default)s)")
     g.addoption("--pids-limit", type=int, default=300, help="process limit of each container (default: %(default)s)")
+    g.addoption("--disk-limit", default="20g",
+                help="what an agent's container may write before the agent is stopped (finish reason "
+                     "disk_limit), e.g. 20g; none: no limit (default: %(default)s)")
     g.addoption("--harness-option", action="append", default=[], metavar="KEY=VALUE",
                 help="option passed to the harness adapter (repeatable)")
     g.addoption("--network", choices=("locked", "open"), default="locked",
@@ -96,6 +101,11 @@ def _run_config(config: pytest.Config) -> RunConfig:
         if not sep:
             raise pytest.UsageError(f"--harness-option {item!r}: use KEY=VALUE")
         options[key] = value
+    disk_limit = config.getoption("disk_limit")
+    try:
+        disk_limit = None if disk_limit.lower() in ("none", "0", "") else parse_bytes(disk_limit)
+    except docker.errors.DockerException:
+        raise pytest.UsageError(f"--disk-limit {disk_limit}: give a size such as 20g, 500m, or none") from None
     network = None
     if config.getoption("network") == "locked":
         # no model to reach: no network at all; else the run's internal network, where the gateway listens
@@ -105,6 +115,7 @@ def _run_config(config: pytest.Config) -> RunConfig:
                      eval_timeout_s=config.getoption("eval_timeout"),
                      mem_limit=config.getoption("mem_limit") or None,
                      pids_limit=config.getoption("pids_limit") or None,
+                     disk_limit=disk_limit,
                      dataset_revision=config.getoption("dataset_revision"), harness_options=options,
                      prices_file=config.getoption("prices"))
 
@@ -144,11 +155,12 @@ class BenchmarkSession:
         # --collect-only lists items and runs nothing: it leaves no run directory behind
         self.writes = not self.is_worker and not config.option.collectonly
         if self.writes:
+            client = _docker_or_usage_error()  # no engine, no permission: one sentence before anything runs
             cfg.run_dir.mkdir(parents=True, exist_ok=True)
             _write_run_info(config, cfg)
             _remove_leftovers(cfg.run_id, include_live=False)  # an earlier, killed attempt of this run
             if self.needs_model:
-                self.gateway_process = _start_gateway(cfg)
+                self.gateway_process = _start_gateway(cfg, client)
 
     @property
     def runner(self) -> Runner:
@@ -217,7 +229,7 @@ class BenchmarkSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.writes:
             return
-        _remove_leftovers(self.cfg.run_id)
+        _remove_leftovers(self.cfg.run_id, wait_s=60)
         self._rebuild()
         summary_file = self.cfg.run_dir / "summary.json"
         from _pytest.junitxml import xml_key
@@ -252,17 +264,38 @@ class BenchmarkSession:
             tr.write_line(line)
 
 
-def _start_gateway(cfg: RunConfig):
-    from .gateway.run import start
-    from .workspace import create_locked_network, docker_client
+def _docker_or_usage_error():
+    from .workspace import docker_client
 
     try:
-        client = docker_client()
-        if cfg.network and cfg.network != "none":
+        return docker_client()
+    except InfraError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _start_gateway(cfg: RunConfig, client):
+    from .gateway.run import start
+    from .workspace import create_locked_network
+
+    try:
+        locked = cfg.network and cfg.network != "none"
+        if locked:
             create_locked_network(client, cfg.network, {LABEL_RUN: cfg.run_id})
-        return start(cfg.run_dir / "gateway", cfg.model, client, cfg.network)
+        gateway = start(cfg.run_dir / "gateway", cfg.model, client, cfg.network)
     except (ValueError, InfraError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    if locked:
+        from urllib.parse import urlsplit
+
+        from .hostguard import guard
+
+        why = guard(client, cfg.network, urlsplit(gateway.url).port, cfg.run_id)
+        if why:
+            import warnings
+
+            warnings.warn(f"clawswe: agents on the locked network can still reach services listening on this "
+                          f"host's every address (host firewall: {why}); run as root with iptables to close it")
+    return gateway
 
 
 def _write_run_info(config: pytest.Config, cfg: RunConfig) -> None:
@@ -401,13 +434,27 @@ def _progress(message: str) -> None:
     print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
 
 
-def _remove_leftovers(run_id: str, include_live: bool = True) -> None:
-    """What this run created and still exists at its end (a killed worker leaves its container behind)."""
-    try:
-        import docker
+def _remove_leftovers(run_id: str, include_live: bool = True, wait_s: float = 0) -> None:
+    """What this run created and still exists (a killed worker leaves its container behind).
 
-        from .clean import clean
+    `wait_s`: how long to wait for an engine that does not answer (a daemon restarting mid-run)."""
+    import docker
 
-        clean(docker.from_env(timeout=30), run_id, include_live=include_live, progress=lambda m: None)
-    except Exception:  # no engine: nothing was started, or `clawswe clean` will do it later
-        pass
+    from .clean import clean, leftovers
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            client = docker.from_env(timeout=30)
+            clean(client, run_id, include_live=include_live, progress=lambda m: None)
+            left = sum(map(len, leftovers(client, run_id).values())) if include_live else 0
+            if not left:
+                return
+            problem = f"{left} container(s), volume(s) or network(s) of this run could not be removed"
+        except (docker.errors.DockerException, OSError) as exc:
+            problem = f"the Docker engine did not answer ({type(exc).__name__})"
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(2)
+    if wait_s:
+        _progress(f"{problem}; remove what is left with `clawswe clean --run-id {run_id}`")

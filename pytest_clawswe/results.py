@@ -24,7 +24,7 @@ from pathlib import Path
 
 # outcome values: a pass, the two kinds of fail, and the infrastructure error that is neither.
 RESOLVED, UNRESOLVED, APPLY_FAILED, ERROR = "resolved", "unresolved", "apply_failed", "error"
-FINISH_REASONS = ("stop", "timeout", "error", "empty")
+FINISH_REASONS = ("stop", "timeout", "error", "empty", "disk_limit")
 
 
 @dataclass
@@ -60,7 +60,7 @@ class InstanceResult:
     outcome: str = ERROR  # RESOLVED | UNRESOLVED | APPLY_FAILED | ERROR
     resolved: bool | None = None  # None when the evaluator could not say (outcome ERROR)
     patch_applied: bool | None = None
-    finish_reason: str = ""  # stop | timeout | error | empty
+    finish_reason: str = ""  # stop | timeout | error | empty | disk_limit
     error: str = ""  # one sentence for outcome ERROR (and harness errors)
     patch_lines: int = 0  # +/- lines of the cleaned patch
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds; "total" too

@@ -19,7 +19,7 @@ from .instances import Instance, load_row
 from .patch import collect_patch, scrub_artifacts
 from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, instance_dir, write_atomic
-from .workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, owner_label
+from .workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, DiskWatch, InfraError, Workspace, owner_label
 
 RETRIES_ON_HARNESS_ERROR = 1  # the paper's setting
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
@@ -45,6 +45,7 @@ class RunConfig:
     eval_timeout_s: float = 1800.0
     mem_limit: str | None = "8g"
     pids_limit: int | None = 300
+    disk_limit: int | None = 20 * 2**30  # bytes an agent's container may write; None: no limit
     dataset_revision: str | None = None
     harness_options: dict = field(default_factory=dict)
     harness_spec: str = ""  # what to load: an installed name, module:Class or file.py:Class
@@ -165,7 +166,7 @@ class Runner:
             (work / "agent.log").write_text(run.output)
             result.finish_reason = run.finish_reason
             result.harness_usage = run.harness_usage
-            if run.message and run.finish_reason in ("error", "stop"):  # e.g. bare: "the diff did not apply"
+            if run.message and run.finish_reason in ("error", "stop", "disk_limit"):  # e.g. bare: "the diff did not apply"
                 result.error = run.message
 
             t = time.monotonic()
@@ -213,9 +214,14 @@ class Runner:
             self.harness.create_agent(ctx)
             run = None
             try:
-                run = self.harness.send_task(ctx, prompt)
+                with DiskWatch(ctx.workspace, self.config.disk_limit) as disk:
+                    run = self.harness.send_task(ctx, prompt)
+                if disk.tripped_at:  # the agent's doing, like a timeout: graded as it stands, not retried
+                    run = AgentRun("disk_limit", run.output, run.exit_code, run.harness_usage,
+                                   message=f"stopped: the agent's container wrote {disk.tripped_at / 2**30:.1f} GiB, "
+                                           f"over the disk limit of {self.config.disk_limit / 2**30:.1f} GiB")
             finally:
-                if run is None or run.finish_reason == "timeout":
+                if run is None or run.finish_reason in ("timeout", "disk_limit"):
                     ctx.workspace.kill_all()  # nothing of the agent may outlive its budget
                 try:
                     self.harness.backup_session(ctx, ctx.artifacts_dir / "session")

@@ -10,6 +10,7 @@ import os
 import shlex
 import socket
 import tarfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,6 +21,7 @@ import docker.errors
 LABEL_RUN = "clawswe.run"
 LABEL_INSTANCE = "clawswe.instance"
 LABEL_ROLE = "clawswe.role"
+MAX_EXEC_OUTPUT = 8 * 2**20  # bytes of a deadline exec's output kept (its tail)
 LABEL_OWNER = "clawswe.owner"  # host:pid of the process that created it; `clawswe clean` spares live owners
 
 
@@ -60,9 +62,9 @@ def docker_client() -> docker.DockerClient:
         text = str(exc)
         if "Permission denied" in text:
             raise InfraError("no permission on the Docker socket; add your user to the docker group "
-                             "or run as root") from exc
+                             "or run as root", retryable=False) from exc
         raise InfraError("no Docker engine answers; start Docker (on a fresh Debian machine: "
-                         "scripts/docker-up.sh) and run again") from exc
+                         "scripts/docker-up.sh) and run again", retryable=False) from exc
 
 
 @dataclass
@@ -79,6 +81,39 @@ class ExecResult:
     @property
     def timed_out(self) -> bool:
         return self.exit_code is None
+
+
+class DiskWatch:
+    """Stops every process in a container once its writable layer outgrows `limit` bytes.
+
+    Docker's overlay2 has no per-container quota on most hosts, so the limit is held by polling: an agent
+    may overshoot it by what it writes in one interval before it is stopped."""
+
+    def __init__(self, ws: "Workspace", limit: int | None, interval: float = 5.0):
+        self.ws, self.limit, self.interval = ws, limit, interval
+        self.tripped_at: int | None = None  # the size that tripped it
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="clawswe-disk-watch", daemon=True)
+
+    def __enter__(self) -> "DiskWatch":
+        if self.limit:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                size = self.ws.disk_used()
+                if size > self.limit:
+                    self.tripped_at = max(size, self.tripped_at or 0)
+                    self.ws.kill_all()  # again on every poll while over: nothing may write on
+            except (docker.errors.DockerException, InfraError, OSError):
+                pass  # the container went away or the daemon hiccuped: the agent phase sees it itself
 
 
 def create_locked_network(client, name: str, labels: dict[str, str]) -> None:
@@ -114,12 +149,16 @@ class Workspace:
         )
 
     def start(self) -> "Workspace":
+        args = {k: v for k, v in self._create.items() if v is not None}
+        args.pop("detach")
         try:
-            self.container = self.client.containers.run(
-                **{k: v for k, v in self._create.items() if v is not None})
+            # created, then started: a start that fails (a daemon restarting) leaves nothing behind
+            self.container = self.client.containers.create(**args)
+            self.container.start()
         except docker.errors.ImageNotFound as exc:
-            raise InfraError(f"image {self.image} is missing; build or pull it first") from exc
-        except docker.errors.DockerException as exc:
+            raise InfraError(f"image {self.image} is missing; build or pull it first", retryable=False) from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            self.remove()
             raise InfraError(f"could not start a container from {self.image}: {exc}") from exc
         # The one child of tini at start is the container's keep-alive process: kill_all spares it.
         found = self.exec(["sh", "-c", _FIND_MAIN_PID])
@@ -137,10 +176,9 @@ class Workspace:
             return
         try:
             self.container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.DockerException:
-            # the daemon may be gone; `clawswe clean` finds the container by its labels later
+        except (docker.errors.DockerException, OSError):
+            # gone already, or the daemon is (requests' errors are OSErrors): the run's final sweep or
+            # `clawswe clean` finds the container by its labels later
             pass
         self.container = None
 
@@ -187,9 +225,13 @@ class Workspace:
                 self.kill_all()
         except docker.errors.DockerException as exc:
             raise InfraError(f"exec in container failed: {exc}") from exc
-        output = self.read_file(log) or b""
-        self.exec(["rm", "-f", log])
-        return ExecResult(code, output.decode("utf-8", "replace"), time.monotonic() - start)
+        # only the tail: an agent that prints without end must not fill the host's memory
+        output = self.exec(["sh", "-c", f"tail -c {MAX_EXEC_OUTPUT} {log} 2>/dev/null; rm -f {log}"]).stdout
+        return ExecResult(code, output, time.monotonic() - start)
+
+    def disk_used(self) -> int:
+        """Bytes in the container's writable layer (what it added or changed on top of its image)."""
+        return self.client.api.inspect_container(self.container.id, size=True).get("SizeRw") or 0
 
     def kill_all(self) -> None:
         """Kill every process in the container but tini and its keep-alive child: no agent process survives.

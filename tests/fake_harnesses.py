@@ -74,6 +74,7 @@ PROBE = r"""
 probe() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && echo reached || echo blocked; }
 host=${GATEWAY#http://}; host=${host%%/*}
 echo "gateway=$(probe ${host%:*} ${host#*:})"
+echo "host_service=$(probe ${host%:*} $HOST_PORT)"
 echo "mirror=$(probe deb.debian.org 80)"
 echo "pypi=$(probe pypi.org 443)"
 echo "github=$(probe github.com 443)"
@@ -97,7 +98,8 @@ class ProbeHarness(Harness):
                     if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 12)
         f2p = ctx.row["FAIL_TO_PASS"]
         test_name = (f2p[0] if isinstance(f2p, list) else f2p).split("::")[-1].split("(")[0].split()[-1]
-        env = {"GATEWAY": ctx.gateway_url, "GOLD_LINE": gold, "TEST_NAME": test_name}
+        env = {"GATEWAY": ctx.gateway_url, "GOLD_LINE": gold, "TEST_NAME": test_name,
+               "HOST_PORT": self.options.get("host_port", "22")}  # a host service listening on 0.0.0.0
         out, _, container_env = ctx.workspace.exec(["bash", "-c", PROBE], env=env, timeout=120).stdout.partition(
             "--- env\n")
         # the real key is known only here on the host; it must not be among the container's variables
@@ -150,3 +152,18 @@ class ChattyHarness(Harness):
             return AgentRun("error", r.output, r.exit_code, message="model calls failed")
         apply_gold(ctx)
         return AgentRun("stop", r.output, 0)
+
+
+class DiskFillerHarness(Harness):
+    """Applies the gold patch, then writes into the repository and /tmp without end (64 MiB every 0.3 s)."""
+
+    name = "disk-filler"
+    needs_model = False
+
+    def send_task(self, ctx, prompt):
+        apply_gold(ctx)
+        fill = ("i=0; while :; do i=$((i+1)); head -c 67108864 /dev/zero > /testbed/dump$i.bin; "
+                "head -c 1048576 /dev/urandom > /tmp/noise$i; sleep 0.3; done")
+        result = ctx.workspace.exec(fill, timeout=ctx.budget_s)
+        return AgentRun("timeout" if result.timed_out else "error", result.output, result.exit_code,
+                        message="the filler stopped")

@@ -124,6 +124,22 @@ def test_patches_with_nothing_gradable_are_empty_not_errors(pytester, python_dem
     assert (meta["outcome"], meta["finish_reason"]) == ("unresolved", reason)
 
 
+def test_an_agent_filling_the_disk_is_stopped_and_graded_as_it_stands(pytester, docker_client, python_demo,
+                                                                     tmp_path):
+    run_dir = tmp_path / "filler"
+    result = run_bench(pytester, FAKES.format(pytester._request.config.rootpath, "DiskFillerHarness"),
+                       "--dataset", "demo", "--instance-ids", python_demo.instance_id, "--disk-limit", "300m",
+                       "--budget", "600", run_dir=run_dir)
+    result.assert_outcomes(passed=1)  # the gold edit made before the flood is still the patch
+    inst = run_dir / "instances" / python_demo.instance_id
+    meta = json.loads((inst / "metadata.json").read_text())
+    assert meta["finish_reason"] == "disk_limit" and "over the disk limit of 0.3 GiB" in meta["error"]
+    assert meta["timings"]["agent"] < 120  # stopped by the limit, long before the budget
+    assert "dump1.bin: larger than 50 MiB, not read" in (inst / "patch.dropped.txt").read_text()
+    assert "dump" not in (inst / "patch.diff").read_text()
+    assert no_containers_left(docker_client, run_dir)
+
+
 def test_bad_input_gets_one_clear_sentence(pytester, tmp_path):
     r = pytester.runpytest("--harness", "no-such-harness", "-p", "no:cacheprovider")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
@@ -135,6 +151,9 @@ def test_bad_input_gets_one_clear_sentence(pytester, tmp_path):
     r = pytester.runpytest("--harness", "nop", "--instance-ids", "a", "b", "-p", "no:cacheprovider")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     r.stderr.fnmatch_lines(["*takes no test paths (got b)*--instance-ids a,b*"])
+    r = pytester.runpytest("--harness", "nop", "--disk-limit", "lots", "-p", "no:cacheprovider")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["*--disk-limit lots: give a size such as 20g, 500m, or none*"])
 
 
 def test_missing_image_is_an_error_not_a_failure(pytester, docker_client, python_demo, tmp_path):

@@ -190,6 +190,10 @@ def test_dockerd_restart_mid_run_then_resume(docker_client, python_demo, tmp_pat
     assert predictions(run_dir) == []
     import docker
 
-    client = docker.from_env()
+    client = docker.from_env()  # the fixture's client spoke to the daemon that was stopped
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    # the run's end waited for the engine to come back and removed what the restart left behind
+    assert leftovers(client, run_dir) == [], out
     finish_with_resume(run_dir, [iid], tmp_path)
+    assert json.loads((run_dir / "run.json").read_text())["run_id"] == run_id  # a resume is the same run
     assert leftovers(client, run_dir) == []

@@ -3,7 +3,7 @@ import time
 import pytest
 
 from pytest_clawswe.clean import clean
-from pytest_clawswe.workspace import LABEL_OWNER, LABEL_RUN, InfraError, Workspace
+from pytest_clawswe.workspace import LABEL_OWNER, LABEL_RUN, MAX_EXEC_OUTPUT, DiskWatch, InfraError, Workspace
 
 pytestmark = pytest.mark.docker
 
@@ -30,6 +30,27 @@ def test_exec_keeps_stdout_apart_from_stderr_and_reports_exit_codes(docker_clien
             ws.exec("exit 3", check=True)
         r = ws.exec("echo quick", timeout=30)
         assert (r.exit_code, r.stdout) == (0, "quick\n")
+
+
+def test_an_agent_that_prints_without_end_costs_the_host_only_the_tail(docker_client, python_demo):
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}) as ws:
+        r = ws.exec("head -c 30000000 /dev/zero | tr '\\0' x; echo END", timeout=60)
+        assert r.exit_code == 0 and len(r.output) == MAX_EXEC_OUTPUT and r.output.endswith("xEND\n")
+
+
+def test_disk_watch_stops_a_container_that_writes_past_its_limit(docker_client, python_demo):
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}) as ws:
+        assert ws.disk_used() < 50 * 2**20
+        with DiskWatch(ws, 100 * 2**20, interval=0.5) as watch:
+            start = time.monotonic()
+            r = ws.exec("while :; do head -c 16777216 /dev/zero > /tmp/f$RANDOM; sleep 0.1; done", timeout=120)
+        assert watch.tripped_at and watch.tripped_at > 100 * 2**20
+        assert r.exit_code != 0 and time.monotonic() - start < 30  # stopped by the watch, not the deadline
+        assert ws.disk_used() < 400 * 2**20  # overshoot: what it wrote in about one interval
+        assert ws.exec("echo alive").stdout.strip() == "alive"  # the container lives on for the patch
+        with DiskWatch(ws, None) as off:  # no limit: no thread, nothing stopped
+            assert ws.exec("sleep 1", timeout=10).exit_code == 0
+        assert off.tripped_at is None
 
 
 def test_files_round_trip_and_limits_apply(docker_client, python_demo, tmp_path):

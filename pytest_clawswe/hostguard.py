@@ -1,0 +1,70 @@
+"""Keep a locked network's agents off the host's own services.
+
+An internal Docker network has no route out, but its containers still reach the host itself at the
+bridge's address, where every host service listening on 0.0.0.0 answers (a database, an SSH daemon, a
+package cache). Rules at the top of the host's INPUT chain let that bridge reach the model gateway's port
+and refuse the rest. Each rule names its run in a comment, so the run, or `clawswe clean`, removes exactly
+its own.
+"""
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+COMMENT = "clawswe:"
+
+
+def bridge_of(client, network: str) -> str:
+    net = client.networks.get(network)
+    return (net.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{net.id[:12]}"
+
+
+def _iptables(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["iptables", "-w", *args], capture_output=True, text=True)
+
+
+def guard(client, network: str, port: int, run_id: str) -> str | None:
+    """Let `network` reach the host only on `port`. None when the rules are in place, else why not."""
+    if shutil.which("iptables") is None:
+        return "iptables is not installed"
+    bridge, tag = bridge_of(client, network), COMMENT + run_id
+    unguard(run_id)  # a resumed run, or a killed attempt of it: never two sets
+    rules = [["-p", "tcp", "--dport", str(port), "-j", "ACCEPT"], ["-j", "REJECT"]]
+    for position, rule in enumerate(rules, start=1):
+        done = _iptables("-I", "INPUT", str(position), "-i", bridge, "-m", "comment", "--comment", tag, *rule)
+        if done.returncode != 0:
+            unguard(run_id)
+            return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
+    return None
+
+
+def rules(run_id: str | None = None) -> list[list[str]]:
+    """This run's rules (None: every clawswe rule), as `iptables -S` arguments."""
+    if shutil.which("iptables") is None:
+        return []
+    listed = _iptables("-S", "INPUT")
+    found = []
+    for line in listed.stdout.splitlines():
+        args = shlex.split(line)
+        if "--comment" not in args:
+            continue
+        comment = args[args.index("--comment") + 1]
+        if (comment == COMMENT + run_id) if run_id else comment.startswith(COMMENT):
+            found.append(args)
+    return found
+
+
+def unguard(run_id: str | None = None, only_orphans: bool = False, dry_run: bool = False, progress=None) -> int:
+    """Remove a run's rules (None: every run's); `only_orphans`: only those whose bridge is gone."""
+    removed = 0
+    for args in rules(run_id):
+        bridge = args[args.index("-i") + 1] if "-i" in args else ""
+        if only_orphans and Path("/sys/class/net", bridge).exists():
+            continue  # its network still exists: a run in progress
+        if progress:
+            progress(f"{'would remove' if dry_run else 'removing'} firewall rule {' '.join(args[1:])}")
+        if dry_run or _iptables("-D", *args[1:]).returncode == 0:  # args[0] is "-A"
+            removed += 1
+    return removed
