@@ -231,7 +231,11 @@ class Workspace:
 
     def disk_used(self) -> int:
         """Bytes in the container's writable layer (what it added or changed on top of its image)."""
-        return self.client.api.inspect_container(self.container.id, size=True).get("SizeRw") or 0
+        # the list endpoint, not inspect: only it takes size=True in the SDK
+        found = self.client.api.containers(all=True, size=True, filters={"id": self.container.id})
+        if not found:
+            raise InfraError(f"container {self.container.short_id} is gone")
+        return found[0].get("SizeRw") or 0
 
     def kill_all(self) -> None:
         """Kill every process in the container but tini and its keep-alive child: no agent process survives.

@@ -155,14 +155,16 @@ class ChattyHarness(Harness):
 
 
 class DiskFillerHarness(Harness):
-    """Applies the gold patch, then writes into the repository and /tmp without end (64 MiB every 0.3 s)."""
+    """Applies the gold patch, then writes into the repository and /tmp (64 MiB every 0.3 s) until stopped;
+    past 3 GiB it only sleeps, so a watch that fails costs the host no more than that."""
 
     name = "disk-filler"
     needs_model = False
 
     def send_task(self, ctx, prompt):
         apply_gold(ctx)
-        fill = ("i=0; while :; do i=$((i+1)); head -c 67108864 /dev/zero > /testbed/dump$i.bin; "
+        fill = ("i=0; while :; do i=$((i+1)); [ $i -gt 48 ] && { sleep 5; continue; }; "
+                "head -c 67108864 /dev/zero > /testbed/dump$i.bin; "
                 "head -c 1048576 /dev/urandom > /tmp/noise$i; sleep 0.3; done")
         result = ctx.workspace.exec(fill, timeout=ctx.budget_s)
         return AgentRun("timeout" if result.timed_out else "error", result.output, result.exit_code,
