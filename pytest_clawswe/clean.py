@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import docker.errors
 
+from .hostguard import unguard
 from .workspace import LABEL_RUN, InfraError, docker_client, owner_alive
 
 
@@ -36,8 +37,6 @@ def clean(client, run_id: str | None = None, dry_run: bool = False, include_live
                     progress(f"could not remove {kind[:-1]} {obj.name}: {exc.explanation or exc}")
                     continue
             removed += 1
-    from .hostguard import unguard
-
     # the host firewall rules of runs whose network is gone now (see hostguard)
     return removed + unguard(run_id, only_orphans=True, dry_run=dry_run, progress=progress)
 

@@ -20,6 +20,7 @@ DROPPED_FILES = frozenset({
 })
 MAX_FILE_MB = 50  # no source change is this big; larger new or changed files are left out of the patch
 NO_REPOSITORY = 42  # exit code of the collection script when /testbed/.git is gone
+BIG_FILES_END = "--- clawswe: end of big files"  # the script prints the big files' paths, this line, the diff
 _SECTION = re.compile(r"^diff --git ", re.MULTILINE)
 _HEADER = re.compile(r'^diff --git (?:"?a/(.*?)"?) (?:"?b/(.*?)"?)$')
 
@@ -98,11 +99,12 @@ export GIT_INDEX_FILE=/tmp/.clawswe-index
 rm -f "$GIT_INDEX_FILE"
 git read-tree {base_commit}
 # files too big to be a source change (an agent's dump, a disk filler) are left out before git reads them
-printf '.\n' > /tmp/.clawswe-spec; : > /tmp/.clawswe-big
+printf '.\n' > /tmp/.clawswe-spec
 find . -path ./.git -prune -o -type f -size +{MAX_FILE_MB}M -print | sed 's|^\./||' | while IFS= read -r f; do
   printf ':(exclude,literal)%s\n' "$f" >> /tmp/.clawswe-spec
-  git check-ignore -q -- "$f" || printf '%s\n' "$f" >> /tmp/.clawswe-big
+  git check-ignore -q -- "$f" || printf '%s\n' "$f"
 done
+echo '{BIG_FILES_END}'
 git add -A --pathspec-from-file=/tmp/.clawswe-spec
 git diff --cached --numstat {base_commit} | awk -F'\\t' '$1=="-" && $2=="-" {{print $3}}' > /tmp/.clawswe-binary
 if [ -s /tmp/.clawswe-binary ]; then git reset -q {base_commit} --pathspec-from-file=/tmp/.clawswe-binary; fi
@@ -114,8 +116,7 @@ rm -f "$GIT_INDEX_FILE" /tmp/.clawswe-binary /tmp/.clawswe-spec
         return CollectedPatch("", "", [f"{workdir}: the repository is gone after the agent ran"])
     if result.exit_code != 0:
         raise InfraError(f"collecting the patch from {workdir} failed: {result.output.strip()[-500:]}")
-    raw = result.stdout
+    listed, _, raw = result.stdout.partition(BIG_FILES_END + "\n")
     clean, dropped = clean_patch(raw)
-    listed = ws.exec(["sh", "-c", "cat /tmp/.clawswe-big && rm -f /tmp/.clawswe-big"]).stdout
     big = [f"{path}: larger than {MAX_FILE_MB} MiB, not read" for path in listed.splitlines() if path]
     return CollectedPatch(raw, clean, big + dropped)

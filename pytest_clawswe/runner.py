@@ -166,7 +166,8 @@ class Runner:
             (work / "agent.log").write_text(run.output)
             result.finish_reason = run.finish_reason
             result.harness_usage = run.harness_usage
-            if run.message and run.finish_reason in ("error", "stop", "disk_limit"):  # e.g. bare: "the diff did not apply"
+            # e.g. bare: "the diff did not apply"; the disk watch: how much the agent wrote
+            if run.message and run.finish_reason in ("error", "stop", "disk_limit"):
                 result.error = run.message
 
             t = time.monotonic()

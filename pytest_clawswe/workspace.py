@@ -140,7 +140,7 @@ class Workspace:
         self.image = image
         self.container = None
         self._create = dict(
-            image=image, name=name, labels={**labels, **owner_label()}, detach=True,
+            image=image, name=name, labels={**labels, **owner_label()},
             # tini as PID 1: reaps agents' zombies and lets the container stop at once.
             init=True, command=["sleep", "infinity"], entrypoint=[],
             mem_limit=mem_limit, memswap_limit=mem_limit, pids_limit=pids_limit,
@@ -149,11 +149,10 @@ class Workspace:
         )
 
     def start(self) -> "Workspace":
-        args = {k: v for k, v in self._create.items() if v is not None}
-        args.pop("detach")
         try:
             # created, then started: a start that fails (a daemon restarting) leaves nothing behind
-            self.container = self.client.containers.create(**args)
+            self.container = self.client.containers.create(
+                **{k: v for k, v in self._create.items() if v is not None})
             self.container.start()
         except docker.errors.ImageNotFound as exc:
             raise InfraError(f"image {self.image} is missing; build or pull it first", retryable=False) from exc
