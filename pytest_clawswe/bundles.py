@@ -25,13 +25,12 @@ from typing import Callable
 
 import yaml
 
-from pytest_clawswe.cli import UserError
+from pytest_clawswe.errors import InfraError, UserError
+from pytest_clawswe.labels import LABEL_BUNDLE as LABEL, LABEL_RUN as RUN_LABEL
 from pytest_clawswe.paths import HARNESS_RECIPES_DIR
 
 BUNDLE_ROOT = "/opt/clawswe"
 BUILD_DIR = HARNESS_RECIPES_DIR / "_build"
-LABEL = "clawswe.bundle"
-RUN_LABEL = "clawswe.run"
 RUNTIMES = ("node", "python", "binary")
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Build files each image build sends besides its Dockerfile.
@@ -263,14 +262,12 @@ def built_versions(client, name: str) -> list[str]:
 # --- docker plumbing -------------------------------------------------------------------------------------
 
 def _docker():
-    import docker
+    from pytest_clawswe.engine import docker_client
 
     try:
-        client = docker.from_env()
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise UserError(f"cannot reach the Docker engine ({exc})") from None
-    return client
+        return docker_client()
+    except InfraError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _image_id(client, tag: str) -> str | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import docker.errors
 
 from .hostguard import unguard
-from .workspace import LABEL_RUN, InfraError, docker_client, owner_alive
+from .engine import docker_client
+from .errors import InfraError, UserError
+from .labels import LABEL_RUN, owner_alive
 
 
 def leftovers(client, run_id: str | None = None) -> dict[str, list]:
@@ -60,8 +62,6 @@ def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:
 
 
 def _cli(args) -> int:
-    from .cli import UserError
-
     try:
         client = docker_client()
     except InfraError as exc:

@@ -9,12 +9,10 @@ import argparse
 import importlib
 import sys
 
+from pytest_clawswe.errors import UserError
+
 # module -> it defines add_cli(subparsers), and the parsers it adds set `func(args) -> int`
 COMMAND_MODULES = ["images", "bundles", "report", "lite", "clean"]
-
-
-class UserError(Exception):
-    """A problem the user can fix; printed as one sentence, no traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +42,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # run as a script this file is __main__: call the package's own module, whose UserError the commands raise
-    from pytest_clawswe.cli import main as package_main
-
-    sys.exit(package_main())
+    sys.exit(main())

@@ -19,16 +19,13 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .errors import HarnessError
 from .paths import PROMPTS_DIR
 
 if TYPE_CHECKING:
     from .workspace import Workspace
 
 ENTRY_POINT_GROUP = "clawswe.harnesses"
-
-
-class HarnessError(Exception):
-    """The harness cannot run as configured (missing binary, bad option); one sentence for the user."""
 
 
 @dataclass

@@ -17,11 +17,10 @@ from typing import Callable, Iterable
 import docker
 import docker.errors
 
-from pytest_clawswe.cli import UserError
+from pytest_clawswe.errors import InfraError, UserError
 from pytest_clawswe.paths import DEMO_TASK_REPO
 
-HASH_LABEL = "clawswe.context-hash"
-INSTANCE_LABEL = "clawswe.instance-id"
+from pytest_clawswe.labels import LABEL_CONTEXT_HASH as HASH_LABEL, LABEL_IMAGE_INSTANCE as INSTANCE_LABEL
 # the key under which an instance dict carries its task folder (from swebench's task_paths)
 TASK_DIR = "task_dir"
 
@@ -39,7 +38,7 @@ def build_log_dir() -> Path:
 
 def docker_client() -> docker.DockerClient:
     """A client for a running engine, or a UserError saying how to get one."""
-    from pytest_clawswe.workspace import InfraError, docker_client as engine
+    from pytest_clawswe.engine import docker_client as engine
 
     try:
         return engine()

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import DatasetError
 from .paths import DEMO_TASK_REPO, INSTANCES_DIR
 
 # The paper's eight language groups, and the pytest marker of each.
@@ -51,10 +52,6 @@ NAMED_DATASETS = {
     "multilingual": "multilingual",
     "verified-mini": "verified",
 }
-
-
-class DatasetError(Exception):
-    """Bad or unreachable dataset input; the message is one sentence that says what to do."""
 
 
 def language_group(name: str | None) -> str:

@@ -17,11 +17,11 @@ import time
 import docker
 import docker.errors
 
+from .labels import LABEL_PREPARED, LABEL_SOURCE_IMAGE as LABEL_SOURCE
 from .workspace import InfraError, LABEL_ROLE, Workspace
 
 PREP_VERSION = "3"  # bump when the preparation changes, so derived images are rebuilt
 PREPARED_REPO = "clawswe-prepared"
-LABEL_SOURCE = "clawswe.source-image"
 TESTBED = "/testbed"
 
 # The paper's global gitignore for Multilingual images: build outputs never end up in a patch.
@@ -166,7 +166,7 @@ def prepared_image(client: docker.DockerClient, image: str, base_commit: str, gi
         repo, _, version = tag.rpartition(":")
         try:
             ws.container.commit(repository=repo, tag=version, conf={
-                "Labels": {LABEL_SOURCE: image, "clawswe.prepared": PREP_VERSION}})
+                "Labels": {LABEL_SOURCE: image, LABEL_PREPARED: PREP_VERSION}})
         except docker.errors.DockerException as exc:
             raise InfraError(f"could not save the prepared image {tag}: {exc}") from exc
     return tag, time.monotonic() - start

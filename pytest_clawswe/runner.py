@@ -19,7 +19,9 @@ from .instances import Instance, load_row
 from .patch import collect_patch, scrub_artifacts
 from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, instance_dir, write_atomic
-from .workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, DiskWatch, InfraError, Workspace, owner_label
+from .errors import InfraError
+from .labels import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, owner_label
+from .workspace import DiskWatch, Workspace
 
 RETRIES_ON_HARNESS_ERROR = 1  # the paper's setting
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}

@@ -17,7 +17,8 @@ from swebench.harness.constants import APPLY_PATCH_FAIL, LOG_INSTANCE, LOG_REPOR
 from swebench.harness.utils import make_test_spec
 
 from .results import APPLY_FAILED, ERROR, RESOLVED, UNRESOLVED
-from .workspace import LABEL_ROLE, InfraError
+from .errors import InfraError
+from .labels import LABEL_ROLE
 
 
 @dataclass

@@ -6,9 +6,7 @@ Every container carries the run's labels, so `clawswe clean` finds what a killed
 from __future__ import annotations
 
 import io
-import os
 import shlex
-import socket
 import tarfile
 import threading
 import time
@@ -18,53 +16,11 @@ from pathlib import Path, PurePosixPath
 import docker
 import docker.errors
 
-LABEL_RUN = "clawswe.run"
-LABEL_INSTANCE = "clawswe.instance"
-LABEL_ROLE = "clawswe.role"
+from .engine import docker_client  # noqa: F401  (its old home)
+from .errors import InfraError
+from .labels import LABEL_INSTANCE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_alive, owner_label  # noqa: F401
+
 MAX_EXEC_OUTPUT = 8 * 2**20  # bytes of a deadline exec's output kept (its tail)
-LABEL_OWNER = "clawswe.owner"  # host:pid of the process that created it; `clawswe clean` spares live owners
-
-
-def owner_label() -> dict[str, str]:
-    return {LABEL_OWNER: f"{socket.gethostname()}:{os.getpid()}"}
-
-
-def owner_alive(labels: dict[str, str]) -> bool:
-    host, _, pid = labels.get(LABEL_OWNER, "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class InfraError(Exception):
-    """The machinery failed (Docker, image, evaluator), not the agent: the item errors, never fails.
-
-    `retryable`: a second attempt from scratch may succeed (a daemon hiccup, an evaluator crash), as
-    opposed to a missing image or a full disk, which would only fail again."""
-
-    def __init__(self, message: str, retryable: bool = True):
-        super().__init__(message)
-        self.retryable = retryable
-
-
-def docker_client() -> docker.DockerClient:
-    try:
-        client = docker.from_env(timeout=600)
-        client.ping()
-        return client
-    except docker.errors.DockerException as exc:
-        text = str(exc)
-        if "Permission denied" in text:
-            raise InfraError("no permission on the Docker socket; add your user to the docker group "
-                             "or run as root", retryable=False) from exc
-        raise InfraError("no Docker engine answers; start Docker (on a fresh Debian machine: "
-                         "scripts/docker-up.sh) and run again", retryable=False) from exc
 
 
 @dataclass

@@ -13,13 +13,11 @@ import re
 import time
 
 from ..harness import AgentRun, Harness, HarnessError, TaskContext
+from ..labels import LABEL_BUNDLE_CACHE as BUNDLE_CACHE_LABEL
 from ..workspace import ExecResult
 
 STATE_ROOT = "/tmp/clawswe-agent"
 CREATE_WAIT_S = 600  # how long a worker waits for the bundle container another worker is creating
-
-
-BUNDLE_CACHE_LABEL = "clawswe.bundle-cache"
 
 
 def bundle_container_name(name: str, version: str, image_id: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli import UserError
+from ..errors import UserError
 from ..results import write_atomic
 from . import data
 from .data import Calibration, load_calibration

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli import UserError
+from ..errors import UserError
 from ..instances import language_group
 from ..results import load_results, load_run_info
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..cli import UserError
+from ..errors import UserError
 from .data import Calibration
 from .search import DEFAULT_RESTARTS, Problem, Selection, Weights, select
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cli import UserError
+from ..errors import UserError
 from .data import Calibration
 
 RANK_EPS = 0.03  # full-set gap at or below which a column pair counts as a tie, not an order

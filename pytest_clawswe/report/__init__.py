@@ -119,7 +119,7 @@ def _frontier_text(points: list[plots.Point]) -> str:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from ..cli import UserError
+    from ..errors import UserError
 
     out = Path(args.out)
     if not 0 < args.confidence < 1:
