@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import docker.errors
 
-from .hostguard import unguard
 from .engine import docker_client
 from .errors import InfraError, UserError
-from .labels import LABEL_RUN, owner_alive
+from .hostguard import unguard
+from .labels import LABEL_OWNER, LABEL_RUN, owner_alive, owner_label
+
+
+def object_labels(kind: str, obj) -> dict[str, str]:
+    return obj.labels if kind == "containers" else (obj.attrs.get("Labels") or {})
 
 
 def leftovers(client, run_id: str | None = None) -> dict[str, list]:
@@ -19,14 +23,20 @@ def leftovers(client, run_id: str | None = None) -> dict[str, list]:
     }
 
 
+def spared(labels: dict[str, str], include_live: bool = False, spare_live_others: bool = False) -> bool:
+    """Whether a sweep keeps an object: a live process owns it (with `spare_live_others`: another one)."""
+    if spare_live_others:
+        return owner_alive(labels) and labels.get(LABEL_OWNER) != owner_label()[LABEL_OWNER]
+    return not include_live and owner_alive(labels)
+
+
 def clean(client, run_id: str | None = None, dry_run: bool = False, include_live: bool = False,
-          progress=print) -> int:
+          progress=print, spare_live_others: bool = False) -> int:
     found = leftovers(client, run_id)
     removed = 0
     for kind in ("containers", "volumes", "networks"):  # containers first: they hold the others
         for obj in found[kind]:
-            labels = obj.labels if kind == "containers" else (obj.attrs.get("Labels") or {})
-            if not include_live and owner_alive(labels):
+            if spared(object_labels(kind, obj), include_live, spare_live_others):
                 continue  # a run in progress owns it
 
             progress(f"{'would remove' if dry_run else 'removing'} {kind[:-1]} {obj.name}")
@@ -41,6 +51,12 @@ def clean(client, run_id: str | None = None, dry_run: bool = False, include_live
             removed += 1
     # the host firewall rules of runs whose network is gone now (see hostguard)
     return removed + unguard(run_id, only_orphans=True, dry_run=dry_run, progress=progress)
+
+
+def remaining(client, run_id: str, include_live: bool = False, spare_live_others: bool = False) -> int:
+    """How many of a run's objects a sweep with these settings would still have to remove."""
+    return sum(not spared(object_labels(kind, obj), include_live, spare_live_others)
+               for kind, objs in leftovers(client, run_id).items() for obj in objs)
 
 
 def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:

@@ -62,8 +62,11 @@ def language_group(name: str | None) -> str:
     return _LANGUAGE_ALIASES.get(name.strip().lower(), "unknown")
 
 
+UNKNOWN_MARKER = "unknown_language"
+
+
 def language_marker(language: str) -> str:
-    return LANGUAGE_MARKERS.get(language, "unknown_language")
+    return LANGUAGE_MARKERS.get(language, UNKNOWN_MARKER)
 
 
 def swebench_image_name(instance_id: str) -> str:

@@ -52,6 +52,7 @@ class RunConfig:
     harness_options: dict = field(default_factory=dict)
     harness_spec: str = ""  # what to load: an installed name, module:Class or file.py:Class
     prices_file: str | None = None  # extra or overriding model prices (see prices.py)
+    prices_sha256: str | None = None  # the prices file's digest: a resume must price alike
     network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
 
     @property

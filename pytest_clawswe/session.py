@@ -1,0 +1,345 @@
+"""The benchmark run inside one pytest process (the controller, or an xdist worker): its life cycle.
+
+The controller checks every option and the selection, then (and only then) writes: the run folder,
+run.json, a sweep of what a killed attempt of the run left, the run's network, gateway and host firewall.
+It keeps the run-level files current as items finish and sweeps the run's Docker objects at the very end,
+after xdist has stopped its workers. Collection and the items belong to a benchmark (benchmark.py).
+
+Ctrl-C: the first SIGINT interrupts the running items (each ends as an error that a resume runs again,
+or stays absent) and no item starts after it; a second SIGINT stops at once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import sys
+import time
+import warnings
+
+import pytest
+
+from . import outputs, settings
+from .benchmark import Benchmark
+from .errors import InfraError
+from .labels import LABEL_RUN
+from .results import ERROR, METADATA, InstanceResult, instance_dir, load_run_info, write_atomic
+from .runner import RunConfig
+
+RUN_KEY = pytest.StashKey["RunConfig"]()
+ITEMS_KEY = pytest.StashKey["list"]()
+
+
+def configure(config: pytest.Config) -> None:
+    """Check everything, then start the run (controller) or join it (xdist worker)."""
+    if config.args_source == pytest.Config.ArgsSource.ARGS and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(f"a benchmark run takes no test paths (got {' '.join(config.args)}); select "
+                                "instances with --instance-ids a,b, --instances-file, -k or -m")
+    cfg = settings.run_config(config)
+    benchmark = config.hook.pytest_clawswe_benchmark(config=config)
+    run = RunSession(config, cfg, benchmark)
+    if not run.is_worker:
+        benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
+        settings.check_resume(config, cfg)
+    config.pluginmanager.register(run, "clawswe-session")
+    if run.is_worker:
+        run.install_interrupts()
+    elif run.writes:
+        try:
+            run.start()
+        except BaseException:
+            config.pluginmanager.unregister(run)
+            raise
+
+
+class RunSession:
+    """The run as one pytest process sees it."""
+
+    def __init__(self, config: pytest.Config, cfg: RunConfig, benchmark: Benchmark):
+        self.config = config
+        self.cfg = cfg
+        self.benchmark = benchmark
+        self.is_worker = hasattr(config, "workerinput")
+        self._runner = None
+        self.gateway_process = None
+        from .harness import get_harness_class
+
+        self.needs_model = get_harness_class(cfg.harness_spec).needs_model
+        config.stash[RUN_KEY] = cfg
+        # --collect-only lists items and runs nothing: it leaves no run directory behind
+        self.writes = not self.is_worker and not config.option.collectonly
+        self.stopping = False  # set by the first SIGINT: no item starts after it
+        self._worker_pids: list[int] = []
+        self._done = 0
+
+    # -- start -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Write the run's folder and start what it shares; nothing is left behind when this fails."""
+        from .engine import docker_client
+
+        try:
+            client = docker_client()  # no engine, no permission: one sentence before anything is written
+        except InfraError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self._write_run_info()
+        _remove_leftovers(self.cfg.run_id, include_live=False)  # an earlier, killed attempt of this run
+        if self.needs_model:
+            try:
+                self.gateway_process = _start_gateway(self.cfg, client)
+            except BaseException:
+                _remove_leftovers(self.cfg.run_id, include_live=True)  # its network: nothing outlives a failed start
+                raise
+        self.install_interrupts()
+
+    def _write_run_info(self) -> None:
+        cfg, config = self.cfg, self.config
+        info_path = cfg.run_dir / "run.json"
+        try:
+            if cfg.run_dir.exists() and not cfg.run_dir.is_dir():
+                raise pytest.UsageError(f"--run-dir {cfg.run_dir} is a file; give a folder (it is created)")
+            info = load_run_info(cfg.run_dir)
+            info.update({"run_id": cfg.run_id, **settings.result_settings(config, cfg),
+                         "benchmark": self.benchmark.name, "lite": config.getoption("lite")})
+            info.setdefault("started_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            info.setdefault("invocations", []).append(" ".join(shlex.quote(a) for a in sys.argv))
+            cfg.run_dir.mkdir(parents=True, exist_ok=True)
+            write_atomic(info_path, json.dumps(info, indent=2) + "\n")
+        except OSError as exc:
+            raise pytest.UsageError(f"cannot write the run folder {cfg.run_dir} ({exc.strerror or exc}); "
+                                    "give a writable folder with --run-dir") from None
+
+    # -- what the items use ------------------------------------------------------------------------
+    @property
+    def runner(self):
+        if self._runner is None:
+            self._runner = self.benchmark.runner(self)
+        return self._runner
+
+    def report_result(self, item: pytest.Item, result: InstanceResult) -> None:
+        """Announce one finished instance to other plugins (the pytest_clawswe_instance_result hook)."""
+        item.ihook.pytest_clawswe_instance_result(item=item, result=result)
+
+    def report_error(self, item: pytest.Item, instance_id: str) -> None:
+        """Announce the error result an item left on disk, if it left one."""
+        meta = instance_dir(self.cfg.run_dir, instance_id) / METADATA
+        try:
+            result = InstanceResult.from_json(json.loads(meta.read_text()))
+        except (OSError, ValueError):
+            return
+        if result.outcome == ERROR:
+            self.report_result(item, result)
+
+    # -- xdist -------------------------------------------------------------------------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """xdist: every worker runs the controller's run."""
+        node.workerinput["clawswe_run_id"] = self.cfg.run_id
+        node.workerinput["clawswe_run_dir"] = str(self.cfg.run_dir)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node) -> None:
+        """xdist: remember the worker's pid, to pass Ctrl-C on to it."""
+        popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+        if popen is not None:
+            self._worker_pids.append(popen.pid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        """xdist: the controller learns how many items there are."""
+        self.config.stash[ITEMS_KEY] = list(ids)
+
+    # -- collection --------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session):
+        """Collect the benchmark's items instead of test files."""
+        if self.config.pluginmanager.hasplugin("dsession"):
+            return None  # xdist controller: the workers collect
+        return _collect(session, self.benchmark.collector(session))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Remember the items, for the progress line."""
+        self.config.stash[ITEMS_KEY] = list(session.items)
+
+    # -- progress ----------------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the run-level files current, so a crash loses nothing already finished."""
+        if report.when != "teardown" or not self.writes:
+            return
+        results = self._rebuild()
+        if results is None:
+            return
+        self._done += 1
+        total = len(self.config.stash.get(ITEMS_KEY, [])) or None
+        every = max(1, (total or 10) // 10)
+        if self.config.option.verbose > 0 or self._done % every == 0 or self._done == total:
+            from .summary import progress_line
+
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                if not self.config.option.verbose > 0:
+                    reporter.write("\n")  # the line of dots is still open
+                reporter.write_line(f"[clawswe] {progress_line(results, total)}")
+
+    def _rebuild(self):
+        """Rebuild the run-level files; a full disk costs a warning, not the run (resume rebuilds them)."""
+        try:
+            return outputs.rebuild(self.cfg.run_dir)
+        except OSError as exc:
+            warnings.warn(f"clawswe: could not update {self.cfg.run_dir} ({exc.strerror or exc}); "
+                          "the instance folders are intact and a resumed run rebuilds these files")
+            return None
+
+    # -- the end -----------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Rebuild the run files and hand the totals to the JUnit file."""
+        if not self.writes:
+            return
+        self._rebuild()
+        summary_file = self.cfg.run_dir / "summary.json"
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None and summary_file.is_file():
+            from .summary import junit_properties
+
+            for name, value in junit_properties(json.loads(summary_file.read_text())):
+                xml.add_global_property(name, value)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        """Print the run's totals."""
+        summary_file = self.cfg.run_dir / "summary.json"
+        if not self.writes or not summary_file.is_file():
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "clawswe summary")
+        tr.write_line(f"run dir: {self.cfg.run_dir}")
+        from .summary import terminal_lines
+
+        for line in terminal_lines(json.loads(summary_file.read_text())):
+            tr.write_line(line)
+
+    def pytest_unconfigure(self) -> None:
+        """Close the runner, stop the gateway, and (controller) sweep what the run left in Docker."""
+        if self._runner is not None and hasattr(self._runner, "close"):
+            self._runner.close()
+        if self.gateway_process is not None:
+            self.gateway_process.stop()
+        if self.writes:
+            # xdist has stopped its workers by now (in its sessionfinish); one still alive keeps its objects
+            _remove_leftovers(self.cfg.run_id, wait_s=60, spare_live_others=True)
+
+    # -- Ctrl-C ------------------------------------------------------------------------------------
+    def install_interrupts(self) -> None:
+        try:
+            signal.signal(signal.SIGINT, self._on_sigint)
+        except ValueError:  # not the main thread: pytest's own handling stays
+            pass
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self.is_worker:  # a worker ends its item on the first SIGINT and ignores the rest: the controller decides
+            if not self.stopping:
+                self.stopping = True
+                raise KeyboardInterrupt
+            return
+        if not self.stopping:
+            self.stopping = True
+            _progress("interrupted: the running instances stop and end as errors (--resume runs them "
+                      "again); press Ctrl-C again to stop at once")
+            for pid in self._worker_pids:  # from a terminal they have it already; a worker takes only the first
+                _signal(pid, signal.SIGINT)
+            raise KeyboardInterrupt
+        self._stop_now()
+
+    def _stop_now(self) -> None:
+        """The second Ctrl-C: kill the workers and everything of the run, and exit."""
+        for pid in self._worker_pids:
+            _signal(pid, signal.SIGKILL)
+        if self.gateway_process is not None:
+            self.gateway_process.stop()
+        _remove_leftovers(self.cfg.run_id)
+        _progress(f"stopped at once; `pytest --resume {self.cfg.run_dir}` runs what did not finish")
+        os._exit(pytest.ExitCode.INTERRUPTED)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _collect(session: pytest.Session, collector: pytest.Collector) -> bool:
+    from _pytest.runner import collect_one_node
+
+    config = session.config
+    session.ihook.pytest_collectstart(collector=collector)
+    report = collect_one_node(collector)
+    session.ihook.pytest_collectreport(report=report)
+    items = list(report.result) if report.passed else []
+    session.ihook.pytest_collection_modifyitems(session=session, config=config, items=items)
+    session.items = items  # before collection_finish: xdist workers report session.items from it
+    session.testscollected = len(items)
+    session.ihook.pytest_collection_finish(session=session)
+    if report.failed:
+        session.testsfailed += 1
+    return True
+
+
+def _start_gateway(cfg: RunConfig, client):
+    from .gateway.run import start
+    from .workspace import create_locked_network
+
+    try:
+        locked = cfg.network and cfg.network != "none"
+        if locked:
+            create_locked_network(client, cfg.network, {LABEL_RUN: cfg.run_id})
+        gateway = start(cfg.run_dir / "gateway", cfg.model, client, cfg.network)
+    except (ValueError, InfraError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if locked:
+        from urllib.parse import urlsplit
+
+        from .hostguard import guard
+
+        why = guard(client, cfg.network, urlsplit(gateway.url).port, cfg.run_id)
+        if why:
+            warnings.warn(f"clawswe: agents on the locked network can still reach services listening on this "
+                          f"host's every address (host firewall: {why}); run as root with iptables to close it")
+    return gateway
+
+
+def _progress(message: str) -> None:
+    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
+
+
+def _remove_leftovers(run_id: str, include_live: bool = True, wait_s: float = 0,
+                      spare_live_others: bool = False) -> None:
+    """What this run created and still exists (a killed worker leaves its container behind).
+
+    `wait_s`: how long to wait for an engine that does not answer (a daemon restarting mid-run).
+    `spare_live_others`: keep what another live process (a worker still stopping) owns."""
+    import docker.errors
+
+    from .clean import clean, remaining
+    from .engine import docker_client
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            client = docker_client(timeout=30)
+            clean(client, run_id, include_live=include_live, progress=lambda m: None,
+                  spare_live_others=spare_live_others)
+            left = remaining(client, run_id, include_live, spare_live_others) if include_live else 0
+            if not left:
+                return
+            problem = f"{left} container(s), volume(s) or network(s) of this run could not be removed"
+        except (docker.errors.DockerException, InfraError, OSError) as exc:
+            problem = f"the Docker engine did not answer ({type(exc).__name__})"
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(2)
+    if wait_s:
+        _progress(f"{problem}; remove what is left with `clawswe clean --run-id {run_id}`")
+

@@ -1,0 +1,180 @@
+"""From pytest's options to a checked RunConfig, and the settings a resumed run must share with its first part.
+
+Everything here only reads: a bad option is one sentence (a pytest.UsageError) before the run writes a byte
+or creates a Docker object.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import time
+from pathlib import Path
+
+import docker.errors
+import pytest
+from docker.utils import parse_bytes
+
+from .errors import HarnessError
+from .harness import get_harness_class
+from .results import load_run_info
+from .runner import RunConfig
+
+# run.json keys whose value changes results: a resume with another value would mix two configurations.
+# Selection (--lite, --instance-ids, -k) may differ: a resume may extend or narrow the run.
+RESULT_SETTINGS = {
+    "harness": "--harness", "model": "--model", "dataset": "--dataset", "dataset_revision": "--dataset-revision",
+    "budget_s": "--budget", "eval_timeout_s": "--eval-timeout", "mem_limit": "--mem-limit",
+    "pids_limit": "--pids-limit", "disk_limit": "--disk-limit", "network": "--network",
+    "harness_options": "--harness-option", "prices_sha256": "--prices (the file's contents)",
+}
+
+
+def _usage(text: str) -> pytest.UsageError:
+    return pytest.UsageError(text)
+
+
+def safe_id(text: str) -> str:
+    """Run ids end up in container and folder names: keep them to [A-Za-z0-9_.-]."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")
+
+
+def default_run_id(harness: str, model: str) -> str:
+    parts = [harness, safe_id(model), time.strftime("%Y%m%d-%H%M%S")]
+    return "_".join(p for p in parts if p)
+
+
+def _positive_seconds(config: pytest.Config, name: str, option: str) -> float:
+    value = config.getoption(name)
+    if not (value > 0 and math.isfinite(value)):
+        raise _usage(f"{option} {value:g}: give a positive number of seconds, e.g. {option} 600")
+    return value
+
+
+def _size(text: str, option: str, example: str) -> int | None:
+    """A size such as 8g; none: no limit. 0 is refused: it would silently remove the limit."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        size = parse_bytes(text)
+    except docker.errors.DockerException:
+        size = None
+    if not size or size <= 0:
+        raise _usage(f"{option} {text or repr(text)}: give a size such as {example}, or none for no limit")
+    return size
+
+
+def _harness_options(config: pytest.Config) -> dict[str, str]:
+    options = {}
+    for item in config.getoption("harness_option"):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _usage(f"--harness-option {item!r}: use KEY=VALUE")
+        options[key] = value
+    return options
+
+
+def _prices(path: str | None) -> str | None:
+    """The prices file's digest, after checking it parses (a bad file is found here, not on every item)."""
+    if not path:
+        return None
+    from .prices import PriceFileError, load_price_file
+
+    try:
+        load_price_file(path)
+    except PriceFileError as exc:
+        raise _usage(f"--prices: {exc}") from None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _run_location(config: pytest.Config, name: str) -> tuple[str, Path]:
+    worker = getattr(config, "workerinput", None)
+    if worker and "clawswe_run_id" in worker:  # xdist worker: the controller chose the run
+        return worker["clawswe_run_id"], Path(worker["clawswe_run_dir"])
+    resume = config.getoption("resume")
+    if not resume:
+        run_id = safe_id(config.getoption("run_id") or default_run_id(name, config.getoption("model")))
+        default = Path(config.invocation_params.dir, "reports", run_id)
+        return run_id, Path(config.getoption("run_dir") or default).resolve()
+    run_dir = Path(resume).resolve()
+    if not (run_dir / "run.json").is_file():
+        what = "no such folder" if not run_dir.exists() else "it holds no run (no run.json)"
+        raise _usage(f"--resume {run_dir}: {what}; give the folder of an earlier run")
+    if config.getoption("run_dir") and Path(config.getoption("run_dir")).resolve() != run_dir:
+        raise _usage(f"--run-dir and --resume name two folders; a resumed run stays in its folder: drop --run-dir")
+    stored = load_run_info(run_dir).get("run_id") or run_dir.name
+    asked = config.getoption("run_id")
+    if asked and safe_id(asked) != stored:
+        raise _usage(f"--run-id {asked} differs from the resumed run's id {stored}; drop --run-id")
+    # a resumed run is the same run: same id, so its clean-up also finds what the first attempt left
+    return safe_id(stored), run_dir
+
+
+def run_config(config: pytest.Config) -> RunConfig:
+    """The run's configuration, every option checked (pytest.UsageError names the first bad one)."""
+    spec = config.getoption("harness")
+    try:
+        harness_cls = get_harness_class(spec)
+    except HarnessError as exc:
+        raise _usage(str(exc)) from None
+    name = harness_cls.name if ":" in spec else spec
+    budget = _positive_seconds(config, "budget", "--budget")
+    eval_timeout = _positive_seconds(config, "eval_timeout", "--eval-timeout")
+    pids = config.getoption("pids_limit")
+    if pids <= 0:
+        raise _usage(f"--pids-limit {pids}: give a positive number of processes, e.g. --pids-limit 300")
+    mem = _size(config.getoption("mem_limit"), "--mem-limit", "8g or 512m")
+    disk = _size(config.getoption("disk_limit"), "--disk-limit", "20g, 500m")
+    options = _harness_options(config)
+    prices_sha256 = _prices(config.getoption("prices"))
+    run_id, run_dir = _run_location(config, name)
+    network = None
+    if config.getoption("network") == "locked":
+        # no model to reach: no network at all; else the run's internal network, where the gateway listens
+        network = f"clawswe-{run_id}" if harness_cls.needs_model else "none"
+    cfg = RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec, network=network,
+                    model=config.getoption("model"), budget_s=budget, eval_timeout_s=eval_timeout,
+                    mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
+                    disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
+                    harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256)
+    try:  # bad harness options (e.g. zeroclaw without its binary): one sentence before anything starts
+        harness_cls(cfg.model, cfg.harness_options)
+    except HarnessError as exc:
+        raise _usage(str(exc)) from None
+    if harness_cls.needs_model and not getattr(config, "workerinput", None):
+        from .gateway.upstream import check_upstream
+
+        try:  # no model, no key: found before the run's network or gateway exists
+            check_upstream(cfg.model)
+        except ValueError as exc:
+            raise _usage(str(exc)) from None
+    return cfg
+
+
+def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
+    """The settings that change results, as run.json stores them."""
+    return {
+        "harness": cfg.harness_name, "model": cfg.model, "dataset": config.getoption("dataset"),
+        "dataset_revision": cfg.dataset_revision, "budget_s": cfg.budget_s, "eval_timeout_s": cfg.eval_timeout_s,
+        "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
+        "network": config.getoption("network"), "harness_options": cfg.harness_options,
+        "prices_sha256": cfg.prices_sha256,
+    }
+
+
+def check_resume(config: pytest.Config, cfg: RunConfig) -> None:
+    """A resume continues the same configuration: refuse one that would relabel or mix results."""
+    if not config.getoption("resume"):
+        return
+    stored = load_run_info(cfg.run_dir)
+    for key, now in result_settings(config, cfg).items():
+        if key not in stored:  # a run from before this setting was recorded
+            continue
+        before = stored[key]
+        if key in ("budget_s", "eval_timeout_s") and before is not None and now is not None:
+            same = float(before) == float(now)
+        else:
+            same = before == now
+        if not same:
+            raise _usage(f"{RESULT_SETTINGS[key]} is {now!r} but the run in {cfg.run_dir} used {before!r}; "
+                         "resume with the run's own settings, or start a new run")

@@ -1,0 +1,173 @@
+"""Claw-SWE-Bench as pytest sees it: the benchmark the session asks, the dataset collector and the item.
+
+Node ids are "<dataset>::<instance id>". The run of an item happens in its setup, so an infrastructure
+failure is a pytest error; the call phase only asserts the evaluator's verdict, so "not resolved" is a failure.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from .benchmark import Benchmark
+from .errors import DatasetError, HarnessError, InfraError
+from .instances import Instance, language_marker, load_instances, read_instances_file, select, validate_row
+from .results import RESOLVED, InstanceResult
+
+NAMED = ("demo", "claw-swe-bench", "multilingual", "verified-mini")
+# Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
+SETUP_ALLOWANCE_S = 1200
+
+
+class ClawSweBench(Benchmark):
+    """SWE-bench-style instances: the shipped Claw-SWE-Bench lists, the demo set or a local dataset."""
+
+    name = "claw-swe-bench"
+
+    def __init__(self, config: pytest.Config):
+        super().__init__(config)
+        self._selected: list[Instance] | None = None
+
+    def select(self) -> list[Instance]:
+        if self._selected is None:
+            try:
+                self._selected = self._select()
+            except DatasetError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._selected
+
+    def _select(self) -> list[Instance]:
+        config, dataset = self.config, self.config.getoption("dataset")
+        instances = load_instances(dataset, lite=config.getoption("lite"))
+        if not instances:
+            raise DatasetError(f"dataset {dataset} has no instances; give a dataset with at least one row")
+        ids = [i for i in re.split(r"[,\s]+", config.getoption("instance_ids")) if i]
+        if config.getoption("instances_file"):
+            ids += read_instances_file(config.getoption("instances_file"))
+        selected = select(instances, ids)
+        for inst in selected:  # local rows are at hand: a row swebench cannot grade is refused now
+            if inst.row is not None:
+                validate_row(inst.row, inst.source)
+        return selected
+
+    def collector(self, session: pytest.Session) -> pytest.Collector:
+        dataset = self.config.getoption("dataset")
+        name = dataset if dataset in NAMED else Path(dataset).name
+        return DatasetCollector.from_parent(session, name=name, nodeid=name, benchmark=self)
+
+    def runner(self, run_session):
+        from .engine import docker_client
+        from .harness import get_harness_class
+        from .runner import Runner
+
+        cfg = run_session.cfg
+        harness_cls = get_harness_class(cfg.harness_spec)
+        runner = Runner(cfg, harness_cls(cfg.model, cfg.harness_options), docker_client(), progress=progress)
+        if harness_cls.needs_model:
+            from .gateway.run import RunGateway
+
+            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model)
+        return runner
+
+
+class DatasetCollector(pytest.Collector):
+    """The dataset as a pytest collector: its children are the instance items."""
+
+    def __init__(self, *, benchmark: ClawSweBench, **kwargs):
+        super().__init__(**kwargs)
+        self.benchmark = benchmark
+
+    def collect(self):
+        try:
+            instances = self.benchmark.select()
+        except pytest.UsageError as exc:  # a worker meets what the controller already refused
+            raise self.CollectError(str(exc)) from None
+        for inst in instances:
+            yield InstanceItem.from_parent(self, name=inst.instance_id, instance=inst)
+
+    def repr_failure(self, excinfo):
+        if excinfo.errisinstance(self.CollectError):
+            return str(excinfo.value.args[0])
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"dataset {self.name}"
+
+
+class NotResolved(Exception):
+    """The evaluator says the instance is not resolved: a test failure with the reason."""
+
+
+class InstanceItem(pytest.Item):
+    """One benchmark instance. The run happens in setup, so an infrastructure failure is a pytest error;
+    the call phase only asserts the evaluator's verdict, so 'not resolved' is a failure."""
+
+    def __init__(self, *, instance: Instance, **kwargs):
+        super().__init__(**kwargs)
+        from .session import RUN_KEY
+
+        self.instance = instance
+        self.result: InstanceResult | None = None
+        self.reused = False
+        self.add_marker("clawswe")
+        self.add_marker(language_marker(instance.language))
+        # -k matches these: the language, the repository and its short name
+        self.extra_keyword_matches.update({instance.language, instance.repo, instance.repo_name})
+        cfg = self.config.stash.get(RUN_KEY, None)
+        if cfg is not None and self.config.getoption("timeout", None) is None:
+            # pytest-timeout is the hard stop of the whole item; the agent's own budget ends earlier inside it
+            limit = cfg.budget_s + cfg.eval_timeout_s + SETUP_ALLOWANCE_S
+            self.add_marker(pytest.mark.timeout(limit, method="signal"))
+
+    def setup(self) -> None:
+        run_session = self.config.pluginmanager.get_plugin("clawswe-session")
+        if run_session.stopping:
+            pytest.skip("not started: the run was interrupted")
+        runner = run_session.runner
+        previous = runner.finished(self.instance.instance_id)
+        if previous is not None:
+            self.result, self.reused = previous, True
+            run_session.report_result(self, previous)
+            return
+        try:
+            try:
+                self.result = runner.run(self.instance)
+            except InfraError as exc:
+                if not exc.retryable:
+                    raise
+                progress(f"{self.instance.instance_id}: {exc}; retrying once from scratch")
+                self.result = runner.run(self.instance)
+        except Exception:
+            run_session.report_error(self, self.instance.instance_id)
+            raise
+        run_session.report_result(self, self.result)
+
+    def runtest(self) -> None:
+        from .summary import instance_properties
+
+        r = self.result
+        for key, value in _properties(r).items():
+            self.user_properties.append((key, value))
+        self.user_properties.extend(instance_properties(r))
+        if r.outcome != RESOLVED:
+            raise NotResolved(f"{r.outcome}: {r.error or 'not resolved'}")
+
+    def repr_failure(self, excinfo, style=None):
+        if excinfo.errisinstance((NotResolved, InfraError, DatasetError, HarnessError)):
+            return f"{self.instance.instance_id}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.instance.instance_id} [{self.instance.language}, {self.instance.repo}]"
+
+
+def _properties(r: InstanceResult) -> dict:
+    # the accounting (clawswe.* properties) comes from summary.instance_properties
+    return {"resolved": bool(r.resolved), "language": r.language, "repo": r.repo}
+
+
+def progress(message: str) -> None:
+    # xdist captures workers' stdout; their stderr reaches the terminal
+    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
