@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import swebench.harness.run_evaluation as swe_run
-from swebench.harness.constants import APPLY_PATCH_FAIL, LOG_INSTANCE, LOG_REPORT, LOG_TEST_OUTPUT
+from swebench.harness.constants import APPLY_PATCH_FAIL, END_TEST_OUTPUT, LOG_INSTANCE, LOG_REPORT, LOG_TEST_OUTPUT
 from swebench.harness.utils import make_test_spec
 
 from .results import APPLY_FAILED, ERROR, RESOLVED, UNRESOLVED
@@ -107,6 +107,11 @@ def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_
     if entry.get("infra_failure"):
         raise InfraError(f"the evaluation environment broke for {iid} "
                          f"({entry.get('infra_failure_reason')}); see {eval_dir / LOG_TEST_OUTPUT}")
+    if not entry.get("patch_successfully_applied") and END_TEST_OUTPUT not in _read(eval_dir / LOG_TEST_OUTPUT):
+        # the eval script always prints the end marker: without it the run was cut off (container stopped or
+        # killed, e.g. by Ctrl-C), which says nothing about the patch
+        raise InfraError(f"the evaluation of {iid} stopped before its tests finished (its container was stopped); "
+                         "a resumed run grades it again")
     if not entry.get("patch_successfully_applied"):
         # swebench marks "applied" only when the test log parsed: no parseable output means the tests never ran
         return Score(UNRESOLVED, False, True, "the tests produced no parseable output (build broken?)", report)

@@ -197,3 +197,99 @@ def test_dockerd_restart_mid_run_then_resume(docker_client, python_demo, tmp_pat
     finish_with_resume(run_dir, [iid], tmp_path)
     assert json.loads((run_dir / "run.json").read_text())["run_id"] == run_id  # a resume is the same run
     assert leftovers(client, run_dir) == []
+
+
+# -- issue 12 case 1: Ctrl-C while evaluations run ------------------------------------------------------
+CASE1_K = "rangeset or recur or csvkit or pathnorm"
+
+
+def run_id_of(run_dir):
+    return json.loads((run_dir / "run.json").read_text())["run_id"] if (run_dir / "run.json").is_file() else None
+
+
+def role_running(client, run_dir, role):
+    def check():
+        run_id = run_id_of(run_dir)
+        return bool(run_id) and bool(client.containers.list(
+            filters={"label": [f"{LABEL_RUN}={run_id}", f"clawswe.role={role}"]}))
+    return check
+
+
+def started(run_dir):
+    """Instances that have a folder, final or still partial."""
+    root = run_dir / "instances"
+    return {d.name.strip(".").removesuffix(".partial") for d in root.iterdir()} if root.is_dir() else set()
+
+
+def test_case1_sigint_during_evaluation_then_resume_scores_all(docker_client, demo_images, tmp_path):
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--dataset", "demo", "--harness", "oracle",
+           "-n", "2", "-k", CASE1_K]
+    proc = subprocess.Popen([*cmd, "--run-dir", str(run_dir)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    wait_for(role_running(docker_client, run_dir, "eval"), what="the first evaluation container")
+    time.sleep(0.5)
+    before = started(run_dir)
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert leftovers(docker_client, run_dir) == [], out
+    # an interrupted instance is an error (re-run on resume) or absent, never a verdict the oracle cannot earn
+    assert set(outcomes(run_dir).values()) <= {"resolved", "error"}, out
+    assert started(run_dir) <= before, "an item started after Ctrl-C"
+    resumed = subprocess.run([*cmd, "--resume", str(run_dir)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=900)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    ids = ["clawswe__csvkit-java-23", "clawswe__pathnorm-c-15", "clawswe__rangeset-rs-17", "clawswe__recur-rb-31"]
+    assert outcomes(run_dir) == {i: "resolved" for i in ids}  # the oracle scores 4/4
+    assert sorted(predictions(run_dir)) == ids
+    assert leftovers(docker_client, run_dir) == []
+
+
+def test_case1_second_sigint_stops_at_once(docker_client, two_ids, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "-n", "2", "--harness-option", "sleep=600")
+    wait_for(agents_running(docker_client, run_dir, 2), what="two agents")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    t = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=120)[0]
+    assert time.monotonic() - t < 15, out
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert leftovers(docker_client, run_dir) == [], out
+    assert set(outcomes(run_dir).values()) <= {"error"}
+
+
+def test_case1_a_killed_evaluation_is_an_error_not_a_verdict(docker_client, demo_instances, demo_images, tmp_path):
+    import threading
+
+    from pytest_clawswe.instances import load_row
+    from pytest_clawswe.scoring import score
+    from pytest_clawswe.workspace import InfraError  # its old home, so the test also runs on main
+
+    inst = next(i for i in demo_instances if i.instance_id == "clawswe__csvkit-java-23")  # a slow test run
+    row = load_row(inst)
+    run_id = f"t-killed-eval-{os.getpid()}"
+    box = {}
+
+    def grade():
+        try:
+            box["score"] = score(docker_client, row, row["patch"], run_id=run_id, model_label="t",
+                                 eval_dir=tmp_path / "eval", labels={LABEL_RUN: run_id}, timeout=600)
+        except Exception as exc:  # what the runner would see
+            box["error"] = exc
+
+    worker = threading.Thread(target=grade)
+    worker.start()
+    found = []
+    wait_for(lambda: found.extend(docker_client.containers.list(filters={"label": f"{LABEL_RUN}={run_id}"}))
+             or found, timeout=120, what="the evaluation container")
+    # the evaluation script is cut off, its container lives on (as when a stop reaches the script first)
+    kill = ("for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in "
+            "*/eval.sh*) kill -9 ${p#/proc/} && echo killed ;; esac; done")
+    wait_for(lambda: "killed" in found[0].exec_run(["sh", "-c", kill]).output.decode(), timeout=120,
+             what="the evaluation script")
+    worker.join(300)
+    assert "score" not in box, f"a killed evaluation was graded: {box.get('score')}"
+    assert isinstance(box["error"], InfraError)
