@@ -112,7 +112,8 @@ def _from_row(row: dict, source: str, languages: dict[str, str]) -> Instance:
     if not iid:
         raise DatasetError(f"a row in {source} has no instance_id; every row needs one")
     repo = row.get("repo") or ""
-    language = language_group(row.get("language")) if row.get("language") else languages.get(repo, "unknown")
+    language = language_group(row.get("language")) if row.get("language") else \
+        _parser_language(row.get("log_parser")) or languages.get(repo, "unknown")
     gitignore = row.get("setup_gitignore")
     return Instance(
         instance_id=iid,
@@ -123,6 +124,41 @@ def _from_row(row: dict, source: str, languages: dict[str, str]) -> Instance:
         setup_gitignore=bool(gitignore) if gitignore is not None else language not in ("Python", "unknown"),
         row=row,
     )
+
+
+# swebench keeps each language's log parsers in a module of swebench.harness.log_parsers
+_PARSER_MODULES = {"c": "C/C++", "go": "Go", "java": "Java", "javascript": "JS/TS", "php": "PHP",
+                   "python": "Python", "ruby": "Ruby", "rust": "Rust"}
+# files whose presence at a task's top level names its language (when the row names none)
+_LANGUAGE_FILES = {"Cargo.toml": "Rust", "go.mod": "Go", "pom.xml": "Java", "build.gradle": "Java",
+                   "build.xml": "Java", "composer.json": "PHP", "Gemfile": "Ruby", "package.json": "JS/TS",
+                   "CMakeLists.txt": "C/C++", "pyproject.toml": "Python", "setup.py": "Python"}
+
+
+@functools.lru_cache(maxsize=None)
+def _parser_languages() -> dict[str, str]:
+    import importlib
+
+    found = {}
+    for module, language in _PARSER_MODULES.items():
+        try:
+            names = vars(importlib.import_module(f"swebench.harness.log_parsers.{module}"))
+        except ImportError:
+            continue
+        found.update({name: language for name in names if name.startswith("parse_log_")})
+    return found
+
+
+def _parser_language(log_parser) -> str | None:
+    """The language group of a swebench 5 row without a `language` field, from its log parser's module."""
+    return _parser_languages().get(log_parser) if isinstance(log_parser, str) else None
+
+
+def _files_language(task_dir: Path) -> str | None:
+    for name, language in _LANGUAGE_FILES.items():
+        if (task_dir / name).exists() or any(task_dir.glob(f"*/{name}")):
+            return language
+    return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -145,7 +181,7 @@ def load_local_rows(path: Path) -> list[dict]:
             data = json.loads(path.read_text())
             return list(data.values()) if isinstance(data, dict) else data
         if path.suffix == ".jsonl":
-            return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            return _jsonl_rows(path)
         if path.suffix == ".parquet":
             import pandas as pd
 
@@ -167,6 +203,19 @@ def load_local_rows(path: Path) -> list[dict]:
                        "(with sweb.yaml), a .json/.jsonl/.parquet file, or a datasets.save_to_disk folder")
 
 
+def _jsonl_rows(path: Path) -> list[dict]:
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:  # json's own position counts within the line alone
+            raise DatasetError(f"line {number} of {path} is not JSON ({exc.msg}, column {exc.colno}); "
+                               "fix or remove that line") from None
+    return rows
+
+
 def load_instances(dataset: str = "claw-swe-bench", lite: bool = False) -> list[Instance]:
     """The instances of a dataset, in a stable order. Named datasets need no network."""
     if dataset in NAMED_DATASETS:
@@ -184,6 +233,10 @@ def load_instances(dataset: str = "claw-swe-bench", lite: bool = False) -> list[
         task_dir = path / "tasks" / inst.instance_id
         if (task_dir / "Dockerfile").is_file():
             inst.task_dir = str(task_dir.resolve())
+            if inst.language == "unknown":  # then the repository's own files
+                inst.language = _files_language(task_dir) or "unknown"
+                if inst.row.get("setup_gitignore") is None:
+                    inst.setup_gitignore = inst.language not in ("Python", "unknown")
     seen = set()
     for inst in instances:
         if inst.instance_id in seen:

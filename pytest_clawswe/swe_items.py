@@ -13,7 +13,7 @@ import pytest
 
 from .benchmark import Benchmark
 from .errors import DatasetError, HarnessError, InfraError
-from .instances import Instance, language_marker, load_instances, read_instances_file, select, validate_row
+from .instances import UNKNOWN_MARKER, Instance, language_marker, load_instances, read_instances_file, select, validate_row
 from .results import RESOLVED, InstanceResult
 
 NAMED = ("demo", "claw-swe-bench", "multilingual", "verified-mini")
@@ -50,6 +50,12 @@ class ClawSweBench(Benchmark):
         for inst in selected:  # local rows are at hand: a row swebench cannot grade is refused now
             if inst.row is not None:
                 validate_row(inst.row, inst.source)
+        unknown = [i.instance_id for i in selected if i.language == "unknown"]
+        if unknown and not hasattr(config, "workerinput"):
+            config.issue_config_time_warning(UserWarning(
+                f"clawswe: the language group of {len(unknown)} instance(s) (e.g. {unknown[0]}) could not be "
+                "inferred from a language field, the log_parser or the repository's files; they are marked "
+                f"{UNKNOWN_MARKER} and counted as 'unknown' (add a language field to the rows)"), stacklevel=2)
         return selected
 
     def collector(self, session: pytest.Session) -> pytest.Collector:

@@ -110,14 +110,15 @@ class ProbeHarness(Harness):
 
 
 class SlowOracleHarness(Harness):
-    """The oracle, taking its time: applies the gold patch, then works on for `--harness-option sleep=S`."""
+    """The oracle, taking its time: applies the gold patch, then works on for `--harness-option sleep=S`
+    (or $CLAWSWE_TEST_SLEEP: a fault test resumes with the run's own options and another environment)."""
 
     name = "slow-oracle"
     needs_model = False
 
     def send_task(self, ctx, prompt):
         apply_gold(ctx)
-        result = ctx.workspace.exec(["sleep", self.options.get("sleep", "0")], timeout=ctx.budget_s)
+        result = ctx.workspace.exec(["sleep", self.options.get("sleep", os.environ.get("CLAWSWE_TEST_SLEEP", "0"))], timeout=ctx.budget_s)
         return AgentRun("timeout" if result.timed_out else "stop", "", 0)
 
 
@@ -139,7 +140,8 @@ sys.exit(1 if failed else 0)
 
 
 class ChattyHarness(Harness):
-    """Talks to the model gateway for `--harness-option seconds=S`, then applies the gold patch."""
+    """Talks to the model gateway for `--harness-option seconds=S` (or $CLAWSWE_TEST_SECONDS), then applies
+    the gold patch."""
 
     name = "chatty"
 
@@ -147,7 +149,8 @@ class ChattyHarness(Harness):
         ws = ctx.workspace
         ws.write_file("/tmp/chat.py", CHAT)
         r = ws.exec(["python3", "/tmp/chat.py", ctx.gateway_url, ctx.gateway_token,
-                     self.options.get("seconds", "2")], timeout=ctx.budget_s)
+                     self.options.get("seconds", os.environ.get("CLAWSWE_TEST_SECONDS", "2"))],
+                    timeout=ctx.budget_s)
         if r.exit_code != 0:
             return AgentRun("error", r.output, r.exit_code, message="model calls failed")
         apply_gold(ctx)

@@ -18,11 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fake_harnesses.py"
 
 
-def bench(run_dir, harness, ids, *extra, cwd=None):
+def bench(run_dir, harness, ids, *extra, cwd=None, env=None):
+    """A benchmark run; `env`: extra variables (the fake harnesses take their delays from there, so a resume
+    can use the run's own options)."""
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--dataset", "demo", "--run-dir", str(run_dir),
            f"--harness={harness}", "--instance-ids", ",".join(ids), *extra]
     return subprocess.Popen(cmd, cwd=cwd or run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, env={**os.environ, **(env or {})})
 
 
 def wait_for(predicate, timeout=300, what="condition"):
@@ -82,7 +84,7 @@ def two_ids(demo_instances, demo_images):
 def test_sigkill_of_a_worker_mid_agent_then_resume(docker_client, two_ids, tmp_path):
     run_dir = tmp_path / "run"
     proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "-n", "2", "--max-worker-restart", "0",
-                 "--harness-option", "sleep=600")
+                 env={"CLAWSWE_TEST_SLEEP": "600"})
     wait_for(agents_running(docker_client, run_dir, 2), what="two agents")
     workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     os.kill(int(workers[0]), signal.SIGKILL)
@@ -99,7 +101,7 @@ def test_sigkill_of_a_worker_mid_agent_then_resume(docker_client, two_ids, tmp_p
 
 def test_sigint_of_the_controller_then_resume(docker_client, two_ids, tmp_path):
     run_dir = tmp_path / "run"
-    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "--harness-option", "sleep=600")
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, env={"CLAWSWE_TEST_SLEEP": "600"})
     wait_for(agents_running(docker_client, run_dir, 1), what="the agent")
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=300)[0]
@@ -113,7 +115,7 @@ def test_gateway_killed_mid_request_then_resume(docker_client, python_demo, tmp_
     run_dir = tmp_path / "run"
     iid = python_demo.instance_id
     proc = bench(run_dir, f"{FAKES}:ChattyHarness", [iid], "--model", "scripted/noop",
-                 "--harness-option", "seconds=20")
+                 env={"CLAWSWE_TEST_SECONDS": "20"})
     ledger = run_dir / "gateway" / "usage" / f"{iid}.jsonl"
     wait_for(lambda: ledger.is_file() and len(ledger.read_text().splitlines()) >= 3, what="model requests")
     gateway_pid = json.loads((run_dir / "gateway" / "gateway.json").read_text())["pid"]
@@ -125,7 +127,7 @@ def test_gateway_killed_mid_request_then_resume(docker_client, python_demo, tmp_
     assert "gateway" in meta["error"]
     assert predictions(run_dir) == []
     proc = bench(run_dir, f"{FAKES}:ChattyHarness", [iid], "--model", "scripted/noop", "--resume", str(run_dir),
-                 "--harness-option", "seconds=1")
+                 env={"CLAWSWE_TEST_SECONDS": "1"})
     out = proc.communicate(timeout=300)[0]
     assert proc.returncode == 0, out
     assert outcomes(run_dir) == {iid: "resolved"} and predictions(run_dir) == [iid]
@@ -180,7 +182,7 @@ def test_dockerd_restart_mid_run_then_resume(docker_client, python_demo, tmp_pat
         pytest.skip("this test restarts dockerd, and only does so for a daemon scripts/docker-up.sh started")
     run_dir = tmp_path / "run"
     iid = python_demo.instance_id
-    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", [iid], "--harness-option", "sleep=600")
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", [iid], env={"CLAWSWE_TEST_SLEEP": "600"})
     wait_for(agents_running(docker_client, run_dir, 1), what="the agent")
     os.kill(pid, signal.SIGTERM)
     wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=60, what="dockerd to stop")
@@ -248,7 +250,7 @@ def test_case1_sigint_during_evaluation_then_resume_scores_all(docker_client, de
 
 def test_case1_second_sigint_stops_at_once(docker_client, two_ids, tmp_path):
     run_dir = tmp_path / "run"
-    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "-n", "2", "--harness-option", "sleep=600")
+    proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "-n", "2", env={"CLAWSWE_TEST_SLEEP": "600"})
     wait_for(agents_running(docker_client, run_dir, 2), what="two agents")
     proc.send_signal(signal.SIGINT)
     time.sleep(0.2)

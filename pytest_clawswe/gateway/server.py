@@ -389,7 +389,7 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
         loop.add_signal_handler(sig, stop.set)
     state_file = state_dir / STATE_FILE
     write_atomic(state_file, json.dumps({"url": url, "admin_token": gateway.admin_token, "pid": os.getpid(),
-                                         "host": host, "port": sock.getsockname()[1]}))
+                                         "host": host, "port": sock.getsockname()[1]}), private=True)
     log.info("gateway listening on %s (pid %d)", url, os.getpid())
     try:
         while not stop.is_set():
