@@ -101,7 +101,7 @@ def _run_location(config: pytest.Config, name: str) -> tuple[str, Path]:
         what = "no such folder" if not run_dir.exists() else "it holds no run (no run.json)"
         raise _usage(f"--resume {run_dir}: {what}; give the folder of an earlier run")
     if config.getoption("run_dir") and Path(config.getoption("run_dir")).resolve() != run_dir:
-        raise _usage(f"--run-dir and --resume name two folders; a resumed run stays in its folder: drop --run-dir")
+        raise _usage("--run-dir and --resume name two folders; a resumed run stays in its folder: drop --run-dir")
     stored = load_run_info(run_dir).get("run_id") or run_dir.name
     asked = config.getoption("run_id")
     if asked and safe_id(asked) != stored:
