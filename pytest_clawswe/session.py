@@ -22,6 +22,7 @@ import pytest
 
 from . import outputs, settings
 from .benchmark import Benchmark
+from .clean import sweep_run
 from .errors import InfraError
 from .labels import LABEL_RUN
 from .results import ERROR, METADATA, InstanceResult, instance_dir, load_run_info, write_atomic
@@ -83,12 +84,12 @@ class RunSession:
         except InfraError as exc:
             raise pytest.UsageError(str(exc)) from None
         self._write_run_info()
-        _remove_leftovers(self.cfg.run_id, include_live=False)  # an earlier, killed attempt of this run
+        sweep_run(self.cfg.run_id, include_live=False)  # an earlier, killed attempt of this run
         if self.needs_model:
             try:
                 self.gateway_process = _start_gateway(self.cfg, client)
             except BaseException:
-                _remove_leftovers(self.cfg.run_id, include_live=True)  # its network: nothing outlives a failed start
+                sweep_run(self.cfg.run_id, include_live=True)  # its network: nothing outlives a failed start
                 raise
         self.install_interrupts()
 
@@ -228,7 +229,7 @@ class RunSession:
             self.gateway_process.stop()
         if self.writes:
             # xdist has stopped its workers by now (in its sessionfinish); one still alive keeps its objects
-            _remove_leftovers(self.cfg.run_id, wait_s=60, spare_live_others=True)
+            sweep_run(self.cfg.run_id, wait_s=60, spare_live_others=True, progress=_progress)
 
     # -- Ctrl-C ------------------------------------------------------------------------------------
     def install_interrupts(self) -> None:
@@ -258,7 +259,7 @@ class RunSession:
             _signal(pid, signal.SIGKILL)
         if self.gateway_process is not None:
             self.gateway_process.stop()
-        _remove_leftovers(self.cfg.run_id)
+        sweep_run(self.cfg.run_id)
         _progress(f"stopped at once; `pytest --resume {self.cfg.run_dir}` runs what did not finish")
         os._exit(pytest.ExitCode.INTERRUPTED)
 
@@ -312,34 +313,3 @@ def _start_gateway(cfg: RunConfig, client):
 
 def _progress(message: str) -> None:
     print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
-
-
-def _remove_leftovers(run_id: str, include_live: bool = True, wait_s: float = 0,
-                      spare_live_others: bool = False) -> None:
-    """What this run created and still exists (a killed worker leaves its container behind).
-
-    `wait_s`: how long to wait for an engine that does not answer (a daemon restarting mid-run).
-    `spare_live_others`: keep what another live process (a worker still stopping) owns."""
-    import docker.errors
-
-    from .clean import clean, remaining
-    from .engine import docker_client
-
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            client = docker_client(timeout=30)
-            clean(client, run_id, include_live=include_live, progress=lambda m: None,
-                  spare_live_others=spare_live_others)
-            left = remaining(client, run_id, include_live, spare_live_others) if include_live else 0
-            if not left:
-                return
-            problem = f"{left} container(s), volume(s) or network(s) of this run could not be removed"
-        except (docker.errors.DockerException, InfraError, OSError) as exc:
-            problem = f"the Docker engine did not answer ({type(exc).__name__})"
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(2)
-    if wait_s:
-        _progress(f"{problem}; remove what is left with `clawswe clean --run-id {run_id}`")
-
