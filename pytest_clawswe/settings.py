@@ -95,7 +95,11 @@ def _run_location(config: pytest.Config, name: str) -> tuple[str, Path]:
     if not resume:
         run_id = safe_id(config.getoption("run_id") or default_run_id(name, config.getoption("model")))
         default = Path(config.invocation_params.dir, "reports", run_id)
-        return run_id, Path(config.getoption("run_dir") or default).resolve()
+        run_dir = Path(config.getoption("run_dir") or default).resolve()
+        if (run_dir / "run.json").is_file():  # its finished results would be taken over under new settings
+            raise _usage(f"{run_dir} already holds a run; continue it with --resume {run_dir}, "
+                         "or give another --run-dir")
+        return run_id, run_dir
     run_dir = Path(resume).resolve()
     if not (run_dir / "run.json").is_file():
         what = "no such folder" if not run_dir.exists() else "it holds no run (no run.json)"

@@ -235,6 +235,14 @@ def test_case7_run_dir_and_resume_together_refuse(finished, tmp_path):
     assert digest(finished["dir"]) == before
 
 
+def test_case7_a_new_run_into_a_folder_that_holds_a_run_refuses(finished, tmp_path):
+    before = digest(finished["dir"])
+    r = pytest_run("--harness", "nop", "--dataset", "demo", "--instance-ids", IID, "--run-dir", str(finished["dir"]),
+                   cwd=tmp_path)
+    one_sentence(r, "already holds a run", "--resume")
+    assert digest(finished["dir"]) == before
+
+
 # -- case 8: a failed model check leaves no Docker object (no network) behind --------------------------
 
 @pytest.mark.parametrize("model", ["", "openrouter/some/model"])
