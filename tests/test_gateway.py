@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-anthropic = pytest.importorskip("anthropic")
-openai = pytest.importorskip("openai")
+import anthropic  # noqa: E402  (the test extra: a missing SDK must fail, not skip every test)
+import openai  # noqa: E402
 
 from pytest_clawswe.gateway import (GatewayClient, GatewayError, GatewayProcess, Upstream,  # noqa: E402
                                     anthropic_base_url, check_upstream, openai_base_url, read_usage)

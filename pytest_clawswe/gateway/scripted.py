@@ -253,6 +253,7 @@ def scripted_usage(request_bytes: int, view: RequestView, reply: Reply) -> Usage
     else:
         read = prompt // 2
         write = (prompt - read) // 4
-    said = reply.text + "".join(json.dumps(c.arguments) for c in reply.tool_calls)
+    said = reply.text + "".join(c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments)
+                                for c in reply.tool_calls)
     return Usage(requests=1, input_tokens=prompt - read - write, output_tokens=max(1, len(said) // 4),
                  cache_read_tokens=read, cache_write_tokens=write)
