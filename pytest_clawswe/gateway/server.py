@@ -36,7 +36,7 @@ log = logging.getLogger("clawswe.gateway")
 MAX_BODY = int(float(os.environ.get("CLAWSWE_GATEWAY_MAX_BODY_MB", "16")) * 1024 * 1024)
 # Bodies being read at once may hold at most this much memory; past it a request is told to retry (503,
 # which every SDK retries), so a storm of large requests cannot grow the gateway without bound.
-MAX_INFLIGHT_BODIES = 512 * 1024 * 1024
+MAX_INFLIGHT_BODIES = int(float(os.environ.get("CLAWSWE_GATEWAY_INFLIGHT_MB", "512")) * 1024 * 1024)
 MAX_CONNECTIONS = 4096  # to the providers: 300 agents and their side requests all in flight at once
 UPSTREAM_PATH = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "/messages"}
 # never passed on: connection-level headers, the container's credentials, what aiohttp recomputes
