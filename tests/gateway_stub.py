@@ -3,8 +3,10 @@
 (status, content_type, bytes) or a list of SSE events (bytes) to stream."""
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -72,3 +74,54 @@ def chat_answer(model: str, content="hi", tool_calls=None, reasoning=None, usage
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
             "usage": usage or {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110,
                                "prompt_tokens_details": {"cached_tokens": 40}}}
+
+
+# ---------------------------------------------------------------------- a storm of oversized requests
+def rss(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (the peak) of a process, in bytes."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) * 1024
+    return fields
+
+
+async def _oversized(host, port, token, size, chunked, chunk) -> int:
+    """One oversized request, sent as it is read: the status the gateway answered, 0 if it hung up."""
+    reader, writer = await asyncio.open_connection(host, port)
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/json\r\n")
+    head += "Transfer-Encoding: chunked\r\n\r\n" if chunked else f"Content-Length: {size}\r\n\r\n"
+    status = 0
+    try:
+        writer.write(head.encode() + (b"%x\r\n" % 10 + b'{"model":"' + b"\r\n" if chunked else b'{"model":"'))
+        sent = 10
+        while sent < size:
+            writer.write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
+            await writer.drain()
+            sent += len(chunk)
+        line = await asyncio.wait_for(reader.readline(), 60)
+        status = int(line.split()[1]) if line else 0
+    except (ConnectionError, asyncio.IncompleteReadError):
+        try:
+            line = await asyncio.wait_for(reader.readline(), 5)
+            status = int(line.split()[1]) if line else 0
+        except (ConnectionError, asyncio.TimeoutError, IndexError, ValueError):
+            pass
+    finally:
+        writer.close()
+    return status
+
+
+def storm(gw, token, n=200, size=8 * 1024 * 1024) -> tuple[list[int], dict]:
+    """n concurrent oversized requests (half with a Content-Length, half chunked): (statuses, peak RSS)."""
+    host, port = gw.url.split("//")[1].rsplit(":", 1)
+    port = int(port)
+    chunk = b"a" * (256 * 1024)
+
+    async def run():
+        return await asyncio.gather(*[_oversized(host, port, token, size, i % 2 == 1, chunk) for i in range(n)])
+
+    statuses = asyncio.run(run())
+    return statuses, rss(gw.pid)

@@ -15,8 +15,9 @@ import os
 import queue
 import re
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -81,13 +82,47 @@ def _write_group(state_dir: Path, records: list[dict]) -> None:
 
 
 class Ledger:
-    """The writer thread. `commit(record)` (async) returns once the record is on disk."""
+    """The writer thread. `commit(record)` (async) returns once the record is on disk.
+
+    A group touches one file per instance; their fsyncs run side by side (the filesystem's journal
+    commits them together: 30 files take ~2 ms instead of ~40 ms one after another), and the files
+    stay open between groups."""
+
+    MAX_OPEN = 512
 
     def __init__(self, state_dir: str | Path) -> None:
         self.state_dir = Path(state_dir)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._files: OrderedDict[Path, object] = OrderedDict()
+        self._syncers = ThreadPoolExecutor(64, thread_name_prefix="clawswe-fsync")
         self._thread = threading.Thread(target=self._run, name="clawswe-ledger", daemon=True)
         self._thread.start()
+
+    def _file(self, path: Path):
+        fh = self._files.pop(path, None)
+        if fh is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(path, "a", encoding="utf-8")
+            while len(self._files) >= self.MAX_OPEN:
+                self._files.popitem(last=False)[1].close()
+        self._files[path] = fh
+        return fh
+
+    def _write(self, records: list[dict]) -> None:
+        by_path: dict[Path, list[str]] = defaultdict(list)
+        for record in records:
+            by_path[usage_path(self.state_dir, record["instance_id"])].append(
+                json.dumps(record, separators=(",", ":")))
+        handles = []
+        for path, lines in by_path.items():
+            fh = self._file(path)
+            fh.write("\n".join(lines) + "\n")
+            fh.flush()
+            handles.append(fh)
+        if len(handles) == 1:
+            os.fsync(handles[0].fileno())
+        else:
+            list(self._syncers.map(lambda fh: os.fsync(fh.fileno()), handles))
 
     def append(self, record: dict, done: Callable[[BaseException | None], None]) -> None:
         self._queue.put((record, done))
@@ -129,12 +164,16 @@ class Ledger:
             error: BaseException | None = None
             try:
                 if group:
-                    _write_group(self.state_dir, [record for record, _ in group])
+                    self._write([record for record, _ in group])
             except BaseException as exc:  # the waiters learn it; the writer carries on
                 error = exc
             for _, done in group:
                 done(error)
             if stop:
+                for fh in self._files.values():
+                    fh.close()
+                self._files.clear()
+                self._syncers.shutdown()
                 return
 
 

@@ -146,6 +146,8 @@ class StreamUsage:
         self.usage: Usage | None = None
 
     def feed(self, event: sse.Event) -> None:
+        if not event.mentions(b'"usage"'):  # most events carry no usage: not worth parsing
+            return
         data = event.json()
         if data is not None:
             found = self.protocol.usage_from_event(data)
@@ -465,6 +467,8 @@ class AnthropicStreamUsage(StreamUsage):
         self._fields: dict = {}
 
     def feed(self, event):
+        if not event.mentions(b'"usage"'):
+            return
         data = event.json() or {}
         if data.get("type") == "message_start":
             self._fields.update((data.get("message") or {}).get("usage") or {})

@@ -4,14 +4,16 @@ key as a JSON string escapes it, and its base64 (alone, or inside a longer base6
 from __future__ import annotations
 
 import base64
+import functools
 import json
 
 REDACTED = b"[redacted]"
 
 
-def key_forms(key: str) -> list[bytes]:
+@functools.lru_cache(maxsize=64)  # computed once per key, not per request
+def key_forms(key: str) -> tuple[bytes, ...]:
     if not key:
-        return []
+        return ()
     raw = key.encode()
     forms = {raw, json.dumps(key)[1:-1].encode(), json.dumps(key, ensure_ascii=False)[1:-1].encode(),
              json.dumps(key)[1:-1].replace("/", "\\/").encode()}
@@ -28,16 +30,16 @@ def key_forms(key: str) -> list[bytes]:
             if len(core) >= 16:  # long enough to be the key's and nobody else's
                 forms.add(core)
     # the longest first, so a form inside another is not replaced halfway
-    return sorted((f for f in forms if f), key=len, reverse=True)
+    return tuple(sorted((f for f in forms if f), key=len, reverse=True))
 
 
-def scrub(data: bytes, forms: list[bytes]) -> bytes:
+def scrub(data: bytes, forms) -> bytes:
     for form in forms:
         if form in data:
             data = data.replace(form, REDACTED)
     return data
 
 
-def contains(text: str, forms: list[bytes]) -> bool:
+def contains(text: str, forms) -> bool:
     data = text.encode(errors="replace")
     return any(f in data for f in forms)

@@ -123,7 +123,8 @@ class Gateway:
     async def _open_http(self, app) -> None:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=900)
         connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, limit_per_host=0)
-        self.http = aiohttp.ClientSession(timeout=timeout, auto_decompress=True, connector=connector)
+        self.http = aiohttp.ClientSession(timeout=timeout, auto_decompress=True, connector=connector,
+                                          cookie_jar=aiohttp.DummyCookieJar())  # a provider's cookies stay out
 
     async def _close_http(self, app) -> None:
         if self.http:
@@ -196,10 +197,12 @@ class Gateway:
                                  status, time.monotonic() - started, usage,
                                  requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error)
             await self.registry.record(reg, record)
-            log.info("%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
-                     reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
-                     record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
-                     record["cache_write_tokens"], f" error={error}" if error else "")
+            # every request is in the ledger; the log has the ones that did not go well (DEBUG: all)
+            log.log(logging.DEBUG if status < 400 else logging.INFO,
+                    "%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
+                    reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
+                    record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
+                    record["cache_write_tokens"], f" error={error}" if error else "")
         return response
 
     async def _scripted(self, request, protocol, reg, body, size):
@@ -313,10 +316,9 @@ class Gateway:
         error = None
         try:
             async for chunk in chunks:
-                for event in splitter.feed(chunk):
-                    await self._pass_event(response, reader, event, hide_usage, scrub, collector)
-            for event in splitter.close():
-                await self._pass_event(response, reader, event, hide_usage, scrub, collector)
+                # the events of one chunk go out in one write: one send, not one per event
+                await self._pass_events(response, reader, splitter.feed(chunk), hide_usage, scrub, collector)
+            await self._pass_events(response, reader, splitter.close(), hide_usage, scrub, collector)
             await response.write_eof()
             if collector is not None:
                 collector.finish()
@@ -327,17 +329,22 @@ class Gateway:
         return response, status, reader.usage, error
 
     @staticmethod
-    async def _pass_event(response, reader, event, hide_usage, scrub, collector=None) -> None:
-        try:
-            reader.feed(event)
-            if collector is not None:
-                collector.feed(event.json())
-        except Exception:  # an odd event must not break the answer; it only costs its count
-            log.warning("could not read usage from a %s event", reader.protocol.name)
-        if hide_usage and CHAT.is_unrequested_usage_chunk(event.json()):
+    async def _pass_events(response, reader, events, hide_usage, scrub, collector=None) -> None:
+        out = []
+        for event in events:
+            try:
+                reader.feed(event)
+                if collector is not None:
+                    collector.feed(event.json())
+            except Exception:  # an odd event must not break the answer; it only costs its count
+                log.warning("could not read usage from a %s event", reader.protocol.name)
+            if hide_usage and event.mentions(b'"usage"') and CHAT.is_unrequested_usage_chunk(event.json()):
+                continue
+            out.append(event.raw)
+        if not out:
             return
         try:
-            await response.write(scrub(event.raw))
+            await response.write(scrub(b"".join(out)))
         except ConnectionError as exc:
             raise _ClientGone from exc
 
