@@ -7,7 +7,8 @@ Three ways to reach the same provider stub on 127.0.0.1, each measured with the 
   gateway  through pytest-clawswe's gateway (a real gateway process, one token per concurrent agent)
   litellm  through LiteLLM's proxy (`litellm --config`, from the venv given by --litellm-bin)
 and two stubs: `zero` answers at once (the proxies' ceiling), `real` answers like a provider (~1 s to the
-last token: 20 chunks 50 ms apart when streamed, one answer after 1 s when not).
+last token: 20 chunks 50 ms apart when streamed, one answer after 1 s when not; the agents' starts are
+spread over that second, as real agents are not in lockstep).
 
 Each run: C agents send requests back to back for --seconds (at most --max-requests in all). Reported per
 run: p50/p99 latency to the last byte, requests/s, the stub's peak number of requests in flight, and for
@@ -101,11 +102,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_http(url: str, timeout: float = 60) -> None:
+def wait_http(url: str, timeout: float = 60, process=None) -> None:
     import urllib.request
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the process serving {url} exited ({process.returncode})")
         try:
             urllib.request.urlopen(url, timeout=2).read()
             return
@@ -117,8 +120,10 @@ def wait_http(url: str, timeout: float = 60) -> None:
 
 
 # ---------------------------------------------------------------------------------- the load generator
-async def load(url: str, tokens: list[str], concurrency: int, stream: bool, seconds: float, max_requests: int):
-    """C agents back to back: (latencies in s, errors, elapsed, tokens the clients saw)."""
+async def load(url: str, tokens: list[str], concurrency: int, stream: bool, seconds: float, max_requests: int,
+               ramp: float = 0.0):
+    """C agents back to back, their starts spread over `ramp` seconds (real agents are not in lockstep):
+    (latencies in s, errors, elapsed)."""
     latencies: list[float] = []
     errors = 0
     body = {**BODY, "stream": stream, **({"stream_options": {"include_usage": True}} if stream else {})}
@@ -130,6 +135,7 @@ async def load(url: str, tokens: list[str], concurrency: int, stream: bool, seco
     async with aiohttp.ClientSession(connector=conn, timeout=timeout) as http:
         async def agent(i: int) -> None:
             nonlocal errors, started
+            await asyncio.sleep(ramp * i / concurrency)
             headers = {"Authorization": f"Bearer {tokens[i % len(tokens)]}", "Content-Type": "application/json"}
             while time.monotonic() < stop_at and started < max_requests:
                 started += 1
@@ -163,6 +169,13 @@ class Target:
     name = ""
     url = ""
     tokens = ["sk-none"]
+    pid = 0  # the proxy's process, whose CPU time per request is measured
+
+    def cpu_s(self) -> float:
+        if not self.pid:
+            return 0.0
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def prepare(self, concurrency: int) -> None:
         pass
@@ -190,6 +203,7 @@ class Gateway(Target):
         os.environ[KEY_ENV] = "sk-bench-stub-key"
         self.process = GatewayProcess.start(state_dir, [Upstream("stub", stub_url + "/v1", KEY_ENV)])
         self.client = self.process.client()
+        self.pid = self.process.pid
         self.url = self.process.url + "/v1/chat/completions"
         self.run = 0
 
@@ -228,12 +242,15 @@ class LiteLLM(Target):
             f"      api_base: {stub_url}/v1\n      api_key: sk-bench-stub-key\n")
         port = free_port()
         self.log = open(workdir / "litellm.log", "wb")
-        env = {**os.environ, "LITELLM_LOG": "ERROR"}
+        master = "sk-bench-litellm-master-key-0123456789abcdef"  # it refuses to start without one
+        env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_MASTER_KEY": master}
+        self.tokens = [master]
         self.process = subprocess.Popen([litellm_bin, "--config", str(config), "--host", "127.0.0.1",
                                          "--port", str(port)], stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True)
         self.url = f"http://127.0.0.1:{port}/v1/chat/completions"
-        wait_http(f"http://127.0.0.1:{port}/health/liveliness", timeout=180)
+        self.pid = self.process.pid
+        wait_http(f"http://127.0.0.1:{port}/health/liveliness", timeout=180, process=self.process)
 
     def stop(self) -> None:
         os.killpg(self.process.pid, signal.SIGTERM)
@@ -265,7 +282,10 @@ def run_grid(args) -> dict:
             wait_http(stub_url + "/stats")
             targets = [NoProxy(stub_url), Gateway(stub_url, tmp / f"gw-{stub_kind}")]
             if args.litellm_bin:
-                targets.append(LiteLLM(stub_url, args.litellm_bin, tmp))
+                try:
+                    targets.append(LiteLLM(stub_url, args.litellm_bin, tmp))
+                except RuntimeError as exc:
+                    print(f"litellm skipped: {exc} (see its log)", file=sys.stderr)
             try:
                 for target in targets:
                     for stream in (False, True):
@@ -276,14 +296,17 @@ def run_grid(args) -> dict:
                             asyncio.run(load(target.url, target.tokens, min(c, 3), stream, 0.3, 20))  # warm up
                             target.prepare(c)
                             stub_stats(stub_url, reset=True)
-                            seconds = args.seconds if delay == 0 else max(args.seconds, 3.0)
+                            seconds = args.seconds if delay == 0 else max(args.seconds, 5.0)
+                            cpu0 = target.cpu_s()
                             lat, errors, elapsed = asyncio.run(load(target.url, target.tokens, c, stream, seconds,
-                                                                    args.max_requests))
+                                                                    args.max_requests, ramp=delay))
+                            cpu = target.cpu_s() - cpu0
                             row = {"stub": stub_kind, "target": target.name, "stream": stream, "concurrency": c,
                                    "requests": len(lat), "errors": errors, "seconds": round(elapsed, 2),
                                    "req_per_s": round(len(lat) / elapsed, 1),
                                    "p50_ms": round(pct(lat, 0.5) * 1000, 2), "p99_ms": round(pct(lat, 0.99) * 1000, 2),
                                    "stub_peak_in_flight": stub_stats(stub_url)["peak"],
+                                   "proxy_cpu_ms_per_req": round(cpu * 1000 / max(1, len(lat)), 3) if target.pid else None,
                                    "load_avg_1m": round(os.getloadavg()[0], 2), **target.check(len(lat))}
                             rows.append(row)
                             print(json.dumps(row), flush=True)
@@ -301,7 +324,8 @@ def run_grid(args) -> dict:
     return {"machine": {"cores": os.cpu_count(), "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
                         "note": "2 cores shared with 5 other engineers' jobs (Docker builds, test runs): "
                                 "figures are lower bounds of what an idle machine gives"},
-            "settings": {"seconds": args.seconds, "max_requests": args.max_requests,
+            "settings": {"seconds": args.seconds, "seconds_real_stub": max(args.seconds, 5.0),
+                         "max_requests": args.max_requests,
                          "stubs": {"zero": "answers at once", "real": "1 s to the last token (20 chunks)"}},
             "rows": rows}
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from pytest_clawswe.results import Usage
 
+# fdatasync: the appended bytes and the new file size, without the timestamps fsync also writes
+_sync = getattr(os, "fdatasync", os.fsync)
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 MAX_FIELD_CHARS = 200  # any string a request chose (its model name...) is cut to this in a record
 
@@ -120,9 +122,9 @@ class Ledger:
             fh.flush()
             handles.append(fh)
         if len(handles) == 1:
-            os.fsync(handles[0].fileno())
+            _sync(handles[0].fileno())
         else:
-            list(self._syncers.map(lambda fh: os.fsync(fh.fileno()), handles))
+            list(self._syncers.map(lambda fh: _sync(fh.fileno()), handles))
 
     def append(self, record: dict, done: Callable[[BaseException | None], None]) -> None:
         self._queue.put((record, done))
