@@ -214,9 +214,15 @@ class Gateway(Target):
     def check(self, completed: int) -> dict:
         from pytest_clawswe.results import Usage
 
-        total = Usage()
-        for token in self.tokens:
-            total += self.client.usage(token)
+        # a streamed answer is recorded right after its last byte: the client may be quicker than that
+        deadline = time.monotonic() + 10
+        while True:
+            total = Usage()
+            for token in self.tokens:
+                total += self.client.usage(token)
+            if total.requests >= completed or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         from pytest_clawswe.gateway import read_usage
 
         on_disk = Usage()

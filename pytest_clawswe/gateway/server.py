@@ -36,7 +36,7 @@ log = logging.getLogger("clawswe.gateway")
 MAX_BODY = int(float(os.environ.get("CLAWSWE_GATEWAY_MAX_BODY_MB", "16")) * 1024 * 1024)
 # Bodies being read at once may hold at most this much memory; past it a request is told to retry (503,
 # which every SDK retries), so a storm of large requests cannot grow the gateway without bound.
-MAX_INFLIGHT_BODIES = int(float(os.environ.get("CLAWSWE_GATEWAY_INFLIGHT_MB", "512")) * 1024 * 1024)
+MAX_INFLIGHT_BODIES = int(float(os.environ.get("CLAWSWE_GATEWAY_INFLIGHT_MB", "256")) * 1024 * 1024)
 MAX_CONNECTIONS = 4096  # to the providers: 300 agents and their side requests all in flight at once
 UPSTREAM_PATH = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "/messages"}
 # never passed on: connection-level headers, the container's credentials, what aiohttp recomputes
@@ -137,19 +137,22 @@ class Gateway:
         too_big = f"The request body is larger than the gateway's limit of {limit // (1024 * 1024)} MiB."
         if request.content_length is not None and request.content_length > limit:
             return _refuse(_error(protocol, 413, too_big, "request_too_large"))
-        buf = bytearray()
+        chunks: list[bytes] = []  # joined once at the end: a growing bytearray over-allocates
+        size = 0
         try:
             async for chunk in request.content.iter_any():
-                if len(buf) + len(chunk) > limit:
+                if size + len(chunk) > limit:
                     return _refuse(_error(protocol, 413, too_big, "request_too_large"))
                 if self._inflight + len(chunk) > MAX_INFLIGHT_BODIES:
                     return _refuse(_error(protocol, 503, "The gateway is reading too many large requests at "
                                           "once; retry shortly.", "overloaded_error"))
-                buf += chunk
+                chunks.append(chunk)
+                size += len(chunk)
                 self._inflight += len(chunk)
-            raw = bytes(buf)
+            raw = b"".join(chunks)
         finally:
-            self._inflight -= len(buf)
+            self._inflight -= size
+            chunks.clear()
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
