@@ -201,6 +201,7 @@ def test_deepseek_without_zeroclaw_is_not_shaped_by_default(gateway, stub):
 def test_describe_says_what_a_run_will_do():
     ups = [Upstream("dashscope", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY")]
     assert describe("dashscope/qwen3", "openclaw", upstreams=ups)["active"] == ["dashscope_cache"]
+    assert describe("dashscope/qwen3", "hermes")["active"] == ["dashscope_cache"]  # the built-in route
     zc = describe("deepseek/deepseek-chat", "zeroclaw")
     assert zc["active"] == ["zeroclaw_tools", "zeroclaw_responses_chat", "zeroclaw_no_stream", "deepseek_reasoning"]
     assert zc["setting"] == "auto" and zc["defaults"] == zc["active"]
