@@ -648,8 +648,8 @@ def test_no_key_or_token_in_any_gateway_file(tmp_path, stub, monkeypatch):
 
     def send(token, body=None):
         data = json.dumps(body or {"model": "m", "messages": []}).encode()
-        request = urllib.request.Request(gw.url + "/v1/chat/completions", data=data,
-                                         headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+        request = urllib.request.Request(gw.url + "/v1/chat/completions", data=data, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=30) as resp:
                 return resp.status, resp.read()

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.timeout(120)
 
 KEY_ENV = "CLAWSWE_TEST_SHAPING_KEY"
 CALL = {"id": "call_up1", "type": "function", "function": {"name": "shell", "arguments": '{"command": "ls"}'}}
-USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "prompt_tokens_details": {"cached_tokens": 40}}
+USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110,
+         "prompt_tokens_details": {"cached_tokens": 40}}
 
 
 def _answer(path, body, headers):
