@@ -57,6 +57,8 @@ def parse_setting(setting: str | list[str] | None) -> list[str] | None:
         return None
     if isinstance(setting, str):
         setting = [] if setting in ("off", "none") else [s.strip() for s in setting.split(",") if s.strip()]
+    if not isinstance(setting, (list, tuple)) or not all(isinstance(s, str) for s in setting):
+        raise ValueError("gateway shaping must be auto, off, or a comma list of shaping names")
     unknown = [s for s in setting if s not in NAMES]
     if unknown:
         raise ValueError(f"unknown gateway shaping {unknown[0]!r}: use auto, off, or a comma list of "
