@@ -26,7 +26,6 @@ import json
 import os
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,8 @@ def serve_stub(port: int, delay: float) -> None:
     answer = json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "usage": USAGE,
                          "choices": [{"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": "Done: fixed app.py."}}]}).encode()
-    base = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}'
+    base = ('{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
+            '"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}')
     pieces = 20
 
     async def chat(request):
@@ -312,7 +312,8 @@ def run_grid(args) -> dict:
                                    "req_per_s": round(len(lat) / elapsed, 1),
                                    "p50_ms": round(pct(lat, 0.5) * 1000, 2), "p99_ms": round(pct(lat, 0.99) * 1000, 2),
                                    "stub_peak_in_flight": stub_stats(stub_url)["peak"],
-                                   "proxy_cpu_ms_per_req": round(cpu * 1000 / max(1, len(lat)), 3) if target.pid else None,
+                                   "proxy_cpu_ms_per_req": (round(cpu * 1000 / max(1, len(lat)), 3)
+                                                            if target.pid else None),
                                    "load_avg_1m": round(os.getloadavg()[0], 2), **target.check(len(lat))}
                             rows.append(row)
                             print(json.dumps(row), flush=True)
@@ -337,24 +338,34 @@ def run_grid(args) -> dict:
 
 
 def write_markdown(result: dict, path: Path) -> None:
-    lines = ["# Gateway under load", "", f"Machine: {result['machine']}", "",
-             "| stub | mode | C | none p50/p99 ms | none req/s | gateway +p50/+p99 ms | gateway req/s | "
-             "litellm +p50/+p99 ms | litellm req/s | stub peak in flight (gw) | tokens exact (gw) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    """One line per stub, mode and concurrency: the floor, then each proxy's added latency, rate and CPU."""
+    lines = ["# Gateway under load (benchmarks/bench_gateway.py)", "",
+             f"Machine: {result['machine']['cores']} cores, load average at the end "
+             f"{result['machine']['load_avg_at_end']}. {result['machine']['note']}.", "",
+             "Latency to the last byte; added = proxy minus no proxy (same stub, mode, concurrency). "
+             "CPU = the proxy process's CPU time per request.", "",
+             "| stub | mode | C | none p50 / p99 ms | none req/s | gateway added p50 / p99 ms | gateway req/s "
+             "| gateway CPU ms/req | litellm added p50 / p99 ms | litellm req/s | litellm CPU ms/req "
+             "| stub peak in flight (gateway) | gateway tokens exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = result["rows"]
-    keys = sorted({(r["stub"], r["stream"], r["concurrency"]) for r in rows}, key=lambda k: (k[0] != "zero", k[1], k[2]))
+    keys = sorted({(r["stub"], r["stream"], r["concurrency"]) for r in rows},
+                  key=lambda k: (k[0] != "zero", k[1], k[2]))
+
+    def added(r):
+        return f"{r['added_p50_ms']:+.2f} / {r['added_p99_ms']:+.2f}" if r and "added_p50_ms" in r else "-"
+
+    def field(r, name):
+        return "-" if not r or r.get(name) is None else r[name]
+
     for stub, stream, c in keys:
         get = {r["target"]: r for r in rows if (r["stub"], r["stream"], r["concurrency"]) == (stub, stream, c)}
         none, gw, ll = get.get("none"), get.get("gateway"), get.get("litellm")
-
-        def added(r):
-            return f"{r['added_p50_ms']:+.2f} / {r['added_p99_ms']:+.2f}" if r and "added_p50_ms" in r else "-"
-
-        lines.append(f"| {stub} | {'stream' if stream else 'plain'} | {c} | "
-                     f"{none['p50_ms']:.2f} / {none['p99_ms']:.2f} | {none['req_per_s']:.0f} | " if none else "| - | - | ")
-        lines[-1] += (f"{added(gw)} | {gw['req_per_s'] if gw else '-'} | {added(ll)} | "
-                      f"{ll['req_per_s'] if ll else '-'} | {gw['stub_peak_in_flight'] if gw else '-'} | "
-                      f"{gw.get('tokens_exact') if gw else '-'} |")
+        floor = f"{none['p50_ms']:.2f} / {none['p99_ms']:.2f} | {none['req_per_s']:.0f}" if none else "- | -"
+        lines.append(f"| {stub} | {'stream' if stream else 'plain'} | {c} | {floor} | {added(gw)} | "
+                     f"{field(gw, 'req_per_s')} | {field(gw, 'proxy_cpu_ms_per_req')} | {added(ll)} | "
+                     f"{field(ll, 'req_per_s')} | {field(ll, 'proxy_cpu_ms_per_req')} | "
+                     f"{field(gw, 'stub_peak_in_flight')} | {field(gw, 'tokens_exact')} |")
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -370,7 +381,11 @@ def main() -> int:
     parser.add_argument("--litellm-bin", default="", help="the litellm command (e.g. in its own venv); empty: skip")
     parser.add_argument("--litellm-max-concurrency", type=int, default=300)
     parser.add_argument("--out", default=str(RESULTS / "gateway_load.json"))
+    parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .json, no run")
     args = parser.parse_args()
+    if args.markdown_only:
+        write_markdown(json.loads(Path(args.out).read_text()), Path(args.out).with_suffix(".md"))
+        return 0
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.stubs = args.stubs.split(",")
     result = run_grid(args)
