@@ -157,7 +157,10 @@ class Runner:
 
             ctx = TaskContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
             if self.gateway is not None:
-                ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance.instance_id, row, ctx.workdir)
+                from .gateway.run import container_address  # the token works from this container only
+
+                ctx.gateway_url, ctx.gateway_token = self.gateway.register(
+                    instance.instance_id, row, ctx.workdir, address=container_address(ws.container, cfg.network))
             t = time.monotonic()
             try:
                 run = self._agent_phase(ctx, prompt, result)

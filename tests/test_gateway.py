@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-anthropic = pytest.importorskip("anthropic")
-openai = pytest.importorskip("openai")
+import anthropic  # noqa: E402  (the test extra: a missing SDK must fail, not skip every test)
+import openai  # noqa: E402
 
 from pytest_clawswe.gateway import (GatewayClient, GatewayError, GatewayProcess, Upstream,  # noqa: E402
                                     anthropic_base_url, check_upstream, openai_base_url, read_usage)
@@ -336,10 +336,13 @@ def test_anthropic_beta_path_and_raw_stream_events(gateway):
     kwargs = dict(model="m", max_tokens=100, messages=[{"role": "user", "content": "fix"}], tools=MESSAGES_TOOLS)
     message = client.messages.create(**kwargs, extra_query={"beta": "true"})  # as claude code sends it
     assert message.content[0].name == "Bash"
-    with client.messages.create(**kwargs, stream=True) as events:
-        kinds = [e.type for e in events]
+    with client.messages.create(**kwargs, stream=True) as stream:
+        events = list(stream)
+    kinds = [e.type for e in events]
     assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
-    assert "input_json_delta" in str(kinds) or kinds.count("content_block_delta") >= 2
+    deltas = [e.delta for e in events if e.type == "content_block_delta"]
+    assert len(deltas) >= 2 and all(d.type == "input_json_delta" for d in deltas)  # the Bash call, in pieces
+    assert json.loads("".join(d.partial_json for d in deltas))["command"].startswith("cd /testbed && ")
     assert gateway.client().usage(token).requests == 2
 
 
@@ -637,13 +640,36 @@ def test_start_failure_is_a_clear_error(tmp_path):
         GatewayProcess.start(tmp_path / "gw", host="203.0.113.7", timeout=20)  # not an address of this host
 
 
-def test_no_key_or_token_in_any_gateway_file(gateway, stub):
-    """Runs last in this module: everything above has written its records and logs by now."""
-    token = register(gateway, "fwd__leak-check", "stub/echo-key")
-    _post(gateway.url + "/v1/chat/completions", {"Authorization": f"Bearer {token}"})
-    files = [p for p in Path(gateway.state_dir).rglob("*") if p.is_file()]
-    assert any(p.suffix == ".jsonl" for p in files) and any(p.name == "gateway.log" for p in files)
+def test_no_key_or_token_in_any_gateway_file(tmp_path, stub, monkeypatch):
+    """Its own gateway and its own traffic (so it holds whatever order the tests run in): scripted and
+    forwarded, streamed and not, a provider error that echoes the key, a revoked token; then no file of
+    the gateway holds the key or a token."""
+    monkeypatch.setenv(KEY_ENV, DUMMY_KEY)
+
+    def send(token, body=None):
+        data = json.dumps(body or {"model": "m", "messages": []}).encode()
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+        request = urllib.request.Request(gw.url + "/v1/chat/completions", data=data, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    with GatewayProcess.start(tmp_path / "gw", [Upstream("stub", stub.url + "/v1", KEY_ENV)]) as gw:
+        client, tokens = gw.client(), []
+        for instance, model, scripted in (("leak__gold", "scripted/gold", GOLD), ("leak__fwd", "stub/vendor/m", None),
+                                          ("leak__echo", "stub/echo-key", None)):
+            tokens.append(client.register(instance, model, scripted))
+            for stream in (False, True):
+                body = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+                assert send(tokens[-1], body)[0] == (401 if "echo" in model else 200)
+        client.unregister(tokens[0])
+        assert send(tokens[0])[0] == 401
+        assert sum(client.usage(t).requests for t in tokens) == 6
+    files = [p for p in (tmp_path / "gw").rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"gateway.log", "leak__gold.jsonl", "leak__fwd.jsonl", "leak__echo.jsonl"}
     for path in files:
         text = path.read_text(errors="replace")
         assert DUMMY_KEY not in text, path
-        assert not any(t in text for t in TOKENS), path
+        assert not any(t in text for t in tokens), path

@@ -28,6 +28,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    try:  # libuv's event loop: about a third less CPU per relayed request than asyncio's own
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
     asyncio.run(serve(args.state_dir, args.host, args.port, upstreams, args.parent_pid))
     return 0
 

@@ -77,11 +77,15 @@ class GatewayClient:
     def health(self) -> bool:
         return bool(self._call("/_admin/health").get("ok"))
 
-    def register(self, instance_id: str, model: str, scripted: dict | None = None) -> str:
+    def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
+                 harness: str = "", shaping: str | list[str] | None = None) -> str:
         """A token for one run of one instance. `scripted` (for scripted/* models):
         {"mode": "gold"|"noop", "gold_patch": str, "workdir": "/testbed", "finish_command": str|None}.
+        `address`: the token works from this client address only (the container's, on the run network).
+        `harness`, `shaping`: which model-side shaping applies (gateway/shaping.py; None: the defaults).
         Raises ValueError for a model the gateway can't serve (e.g. its key is not set)."""
-        body = {"instance_id": instance_id, "model": model, "scripted": scripted}
+        body = {"instance_id": instance_id, "model": model, "scripted": scripted, "address": address,
+                "harness": harness, "shaping": shaping}
         return self._call("/_admin/register", body)["token"]
 
     def usage(self, token: str) -> Usage:

@@ -31,7 +31,7 @@ class ToolSpec:
 @dataclass
 class ToolCall:
     name: str
-    arguments: dict
+    arguments: dict | str  # a str: the provider's JSON text, passed on as it came
     id: str = ""  # empty: each protocol makes one in its own style
 
 
@@ -68,6 +68,20 @@ def pieces(text: str, n: int = 3) -> list[str]:
 
 def _dumps(value) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _args(call: ToolCall) -> str:
+    return call.arguments if isinstance(call.arguments, str) else _dumps(call.arguments)
+
+
+def _args_obj(call: ToolCall) -> dict:
+    if isinstance(call.arguments, dict):
+        return call.arguments
+    try:
+        value = json.loads(call.arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _int(value) -> int:
@@ -132,6 +146,8 @@ class StreamUsage:
         self.usage: Usage | None = None
 
     def feed(self, event: sse.Event) -> None:
+        if not event.mentions(b'"usage"'):  # most events carry no usage: not worth parsing
+            return
         data = event.json()
         if data is not None:
             found = self.protocol.usage_from_event(data)
@@ -176,7 +192,7 @@ class ChatCompletions(Protocol):
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": c.id or new_id("call_"), "type": "function",
-                 "function": {"name": c.name, "arguments": _dumps(c.arguments)}}
+                 "function": {"name": c.name, "arguments": _args(c)}}
                 for c in reply.tool_calls
             ]
         return {
@@ -205,7 +221,7 @@ class ChatCompletions(Protocol):
             head = {"index": i, "id": call.id or new_id("call_"), "type": "function",
                     "function": {"name": call.name, "arguments": ""}}
             out.append(chunk({"tool_calls": [head]}))
-            for p in pieces(_dumps(call.arguments)):
+            for p in pieces(_args(call)):
                 out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}))
         out.append(chunk({}, self._finish(reply)))
         if include_usage:
@@ -283,7 +299,7 @@ class Responses(Protocol):
         for call in reply.tool_calls:
             items.append({
                 "type": "function_call", "id": new_id("fc_"), "call_id": call.id or new_id("call_"), "name": call.name,
-                "arguments": _dumps(call.arguments), "status": "completed",
+                "arguments": _args(call), "status": "completed",
             })
         return items
 
@@ -380,7 +396,7 @@ class Messages(Protocol):
     @staticmethod
     def _blocks(reply: Reply) -> list[dict]:
         blocks = [{"type": "text", "text": reply.text}] if reply.text else []
-        blocks += [{"type": "tool_use", "id": c.id or new_id("toolu_"), "name": c.name, "input": c.arguments}
+        blocks += [{"type": "tool_use", "id": c.id or new_id("toolu_"), "name": c.name, "input": _args_obj(c)}
                    for c in reply.tool_calls]
         return blocks
 
@@ -451,6 +467,8 @@ class AnthropicStreamUsage(StreamUsage):
         self._fields: dict = {}
 
     def feed(self, event):
+        if not event.mentions(b'"usage"'):
+            return
         data = event.json() or {}
         if data.get("type") == "message_start":
             self._fields.update((data.get("message") or {}).get("usage") or {})

@@ -1,7 +1,9 @@
-"""Per-instance tokens: who may call the gateway, with which model, and what they used."""
+"""Per-instance tokens: who may call the gateway, from where, with which model, and what they used."""
 from __future__ import annotations
 
-import hmac
+import asyncio
+import hashlib
+import ipaddress
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -11,6 +13,7 @@ from pytest_clawswe.results import Usage
 
 from . import ledger
 from .scripted import ScriptedModel
+from .shaping import Shaping
 from .upstream import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
 
 TOKEN_PREFIX = "clawswe-"
@@ -25,51 +28,74 @@ class Registration:
     scripted: ScriptedModel | None = None
     upstream: Upstream | None = None
     upstream_model: str = ""
+    address: str = ""  # the only client address the token works from ("" = any: a host-side caller)
+    shaping: Shaping = field(default_factory=Shaping)
     active: bool = True
-    usage: Usage = field(default_factory=Usage)
-    records: list[dict] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)  # the records themselves are on disk only
+    pending: set = field(default_factory=set)  # ledger writes under way
+
+
+def _key(token: str) -> bytes:
+    # tokens are looked up by their digest: a dict lookup then reveals nothing about a near miss
+    return hashlib.sha256(token.encode()).digest()
+
+
+def _address(value: str) -> str:
+    if not value:
+        return ""
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"register: {value!r} is not an IP address") from None
 
 
 class Registry:
     def __init__(self, state_dir: str | Path, upstreams: list[Upstream] | tuple = ()) -> None:
         self.state_dir = Path(state_dir)
         self.upstreams = list(upstreams)
-        self._by_token: dict[str, Registration] = {}
+        self.ledger = ledger.Ledger(self.state_dir)
+        self._by_key: dict[bytes, Registration] = {}
+        self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def register(self, instance_id: str, model: str, scripted: dict | None = None) -> Registration:
-        """A new token for one run of one instance. Raises ValueError for a model it can't serve."""
+    def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
+                 harness: str = "", shaping: str | list[str] | None = None) -> Registration:
+        """A new token for one run of one instance, usable only from `address` when one is given
+        (the container's address on the run network). Raises ValueError for what it can't serve."""
         if not instance_id:
             raise ValueError("register needs an instance_id")
         check_upstream(model, self.upstreams)
-        reg = Registration(secrets.token_urlsafe(24), instance_id, model, 0)
+        reg = Registration(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, 0, address=_address(address))
         if is_scripted(model):
             config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
             reg.scripted = ScriptedModel.from_config(config)
         else:
             reg.upstream, reg.upstream_model = resolve(model, self.upstreams)
-        reg.token = TOKEN_PREFIX + reg.token
+        reg.shaping = Shaping.select(reg.upstream, reg.upstream_model, harness, shaping)
         with self._lock:
-            earlier = [r.attempt for r in self._by_token.values() if r.instance_id == instance_id]
-            if not earlier:  # a resumed run: continue the numbering found on disk
-                earlier = [r.get("attempt", 0) for r in ledger.read_records(self.state_dir, instance_id)]
-            reg.attempt = max(earlier, default=0) + 1
-            self._by_token[reg.token] = reg
+            earlier = self._attempts.get(instance_id)
+            if earlier is None:  # a resumed run: continue the numbering found on disk
+                earlier = max((r.get("attempt", 0) for r in ledger.read_records(self.state_dir, instance_id)),
+                              default=0)
+            reg.attempt = self._attempts[instance_id] = earlier + 1
+            self._by_key[_key(reg.token)] = reg
         return reg
 
     def lookup(self, token: str | None) -> Registration | None:
         """The registration of a token, active or not (the admin API reads revoked ones too)."""
         if not token:
             return None
-        with self._lock:
-            for known, reg in self._by_token.items():
-                if hmac.compare_digest(known.encode(), token.encode()):
-                    return reg
-        return None
+        return self._by_key.get(_key(token))
 
-    def authenticate(self, token: str | None) -> Registration | None:
+    def authenticate(self, token: str | None, remote: str | None = None) -> Registration | None:
+        """The active registration of a token used from `remote`: a token bound to a container's
+        address works from that address only, so one agent cannot spend or read as another."""
         reg = self.lookup(token)
-        return reg if reg is not None and reg.active else None
+        if reg is None or not reg.active:
+            return None
+        if reg.address and _normal(remote) != reg.address:
+            return None
+        return reg
 
     def unregister(self, token: str) -> bool:
         reg = self.lookup(token)
@@ -78,9 +104,34 @@ class Registry:
         reg.active = False
         return True
 
-    def record(self, reg: Registration, record: dict) -> None:
-        """Count one model request: on disk first, then in memory."""
-        ledger.append(self.state_dir, record)
-        with self._lock:
-            reg.records.append(record)
-            reg.usage += ledger.usage_of([record])
+    async def record(self, reg: Registration, record: dict) -> None:
+        """Count one model request: in memory at once (the admin API sees it), and returns once it is
+        on disk (group-committed)."""
+        reg.usage += ledger.usage_of([record])
+        commit = asyncio.ensure_future(self.ledger.commit(record))
+        reg.pending.add(commit)
+        try:
+            await asyncio.shield(commit)
+        finally:
+            if commit.done():
+                reg.pending.discard(commit)
+            else:
+                commit.add_done_callback(reg.pending.discard)
+
+    async def records(self, reg: Registration) -> list[dict]:
+        """The records of this registration, read from disk once every pending write is there."""
+        if reg.pending:
+            await asyncio.gather(*list(reg.pending), return_exceptions=True)
+        return await asyncio.to_thread(ledger.read_records, self.state_dir, reg.instance_id, reg.attempt)
+
+    def close(self) -> None:
+        self.ledger.close()
+
+
+def _normal(remote: str | None) -> str:
+    try:
+        addr = ipaddress.ip_address(remote or "")
+    except ValueError:
+        return ""
+    mapped = getattr(addr, "ipv4_mapped", None)  # ::ffff:172.18.0.3 on a dual-stack socket
+    return str(mapped or addr)

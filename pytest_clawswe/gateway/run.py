@@ -39,12 +39,28 @@ def start(state_dir: Path, model: str, docker_client, network: str | None = None
     return GatewayProcess.start(state_dir, host=network_host(docker_client, network))
 
 
-class RunGateway:
-    """Per-process handle: register an instance, hand its container URL and token, read its usage."""
+def container_address(container, network: str | None) -> str:
+    """The container's address on `network` (None: the default bridge): its gateway token works from
+    there only. "" when it has none there (host networking): the token is then not bound."""
+    try:
+        container.reload()
+        networks = container.attrs["NetworkSettings"]["Networks"]
+        return (networks.get(network or "bridge") or {}).get("IPAddress") or ""
+    except Exception:
+        return ""
 
-    def __init__(self, state_dir: Path, model: str):
+
+class RunGateway:
+    """Per-process handle: register an instance, hand its container URL and token, read its usage.
+
+    `harness` and `shaping` ("auto", "off" or a comma list; see gateway/shaping.py) choose the model-side
+    shaping; gateway.shaping.describe(model, harness, shaping) says what it will be, for run.json."""
+
+    def __init__(self, state_dir: Path, model: str, harness: str = "", shaping: str | None = None):
         self.state_dir = Path(state_dir)
         self.model = model
+        self.harness = harness
+        self.shaping = shaping
         self.client = GatewayClient.from_state_dir(self.state_dir)
         self.tokens: dict[str, str] = {}
 
@@ -52,16 +68,18 @@ class RunGateway:
     def url(self) -> str:
         return self.client.url
 
-    def register(self, instance_id: str, row: dict, workdir: str = "/testbed") -> tuple[str, str]:
+    def register(self, instance_id: str, row: dict, workdir: str = "/testbed", address: str = "") -> tuple[str, str]:
+        """(url, token) for the instance's container; `address` binds the token to the container's address."""
         with _unreachable_is_infra():
-            return self._register(instance_id, row, workdir)
+            return self._register(instance_id, row, workdir, address)
 
-    def _register(self, instance_id: str, row: dict, workdir: str) -> tuple[str, str]:
+    def _register(self, instance_id: str, row: dict, workdir: str, address: str) -> tuple[str, str]:
         scripted = None
         if self.model.startswith(SCRIPTED_PREFIX):
             scripted = {"mode": self.model[len(SCRIPTED_PREFIX):], "gold_patch": row.get("patch", ""),
                         "workdir": workdir}
-        token = self.client.register(instance_id, self.model, scripted=scripted)
+        token = self.client.register(instance_id, self.model, scripted=scripted, address=address,
+                                     harness=self.harness, shaping=self.shaping)
         self.tokens[instance_id] = token
         return self.url, token
 

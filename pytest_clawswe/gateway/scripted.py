@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import shlex
 from dataclasses import dataclass
 
@@ -199,47 +198,30 @@ def _shell_call(tool: ToolSpec, command: str, workdir: str) -> tuple[str, list[T
 
 
 # ---------------------------------------------------------------------- unified diff -> edits
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-
-
 def patch_edits(patch: str) -> list[tuple[str, str | None, str]]:
-    """(path, old text or None for a new file, new text) for each hunk of a unified diff.
-    Deleted, renamed and binary files are not expressible as edits and are skipped."""
+    """(path, old text or None for a new file, new text) for each hunk of a unified diff (parsed by
+    unidiff). Deleted, renamed and binary files are not expressible as edits and are skipped."""
+    import unidiff
+    from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
+
     edits: list[tuple[str, str | None, str]] = []
-    lines = patch.splitlines(keepends=True)
-    path, is_new, i = None, False, 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if line.startswith("--- "):
-            is_new = line[4:].strip() == "/dev/null"
-        elif line.startswith("+++ "):
-            target = line[4:].rstrip("\n").split("\t")[0].strip()
-            path = None if target == "/dev/null" else target[2:] if target.startswith("b/") else target
-        elif (m := _HUNK.match(line)) and path:
-            # a hunk has exactly as many old and new lines as its header says
-            left_old = int(m.group(1) if m.group(1) is not None else 1)
-            left_new = int(m.group(2) if m.group(2) is not None else 1)
+    for patched in unidiff.PatchSet(patch):
+        if patched.is_removed_file or patched.is_binary_file or patched.is_rename:
+            continue
+        for hunk in patched:
             old: list[str] = []
             new: list[str] = []
-            last = ""
-            while i < len(lines) and (left_old > 0 or left_new > 0 or lines[i].startswith("\\")):
-                body = lines[i]
-                i += 1
-                if body.startswith("\\"):  # "\ No newline at end of file": the line before has none
-                    sides = {" ": (old, new), "-": (old,), "+": (new,)}.get(last, ())
-                    for side in sides:
+            last: tuple = ()
+            for line in hunk:
+                if line.line_type == LINE_TYPE_NO_NEWLINE:  # the line before has no newline
+                    for side in last:
                         side[-1] = side[-1].removesuffix("\n")
                     continue
-                last = body[:1] if body[:1] in "-+" else " "
-                text = body[1:] if body[:1] in " -+" else body  # an empty context line may lose its space
-                if last != "+":
-                    old.append(text)
-                    left_old -= 1
-                if last != "-":
-                    new.append(text)
-                    left_new -= 1
-            edits.append((path, None if is_new else "".join(old), "".join(new)))
+                last = {LINE_TYPE_CONTEXT: (old, new), LINE_TYPE_REMOVED: (old,),
+                        LINE_TYPE_ADDED: (new,)}.get(line.line_type, ())
+                for side in last:
+                    side.append(line.value)
+            edits.append((patched.path, None if patched.is_added_file else "".join(old), "".join(new)))
     return edits
 
 
@@ -253,6 +235,7 @@ def scripted_usage(request_bytes: int, view: RequestView, reply: Reply) -> Usage
     else:
         read = prompt // 2
         write = (prompt - read) // 4
-    said = reply.text + "".join(json.dumps(c.arguments) for c in reply.tool_calls)
+    said = reply.text + "".join(c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments)
+                                for c in reply.tool_calls)
     return Usage(requests=1, input_tokens=prompt - read - write, output_tokens=max(1, len(said) // 4),
                  cache_read_tokens=read, cache_write_tokens=write)

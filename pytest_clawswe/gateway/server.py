@@ -11,6 +11,7 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Iterable
 
@@ -18,17 +19,25 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from . import sse
+from . import redact, shaping, sse
 from .client import STATE_FILE
-from .ledger import make_record
-from .protocols import CHAT, MESSAGES, RESPONSES, Protocol
+from .ledger import bounded, make_record
+from .protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
 from .registry import Registration, Registry
 from .scripted import scripted_usage
 from .upstream import Upstream
 
 log = logging.getLogger("clawswe.gateway")
 
-MAX_BODY = 256 * 1024 * 1024  # long agent conversations are big; aiohttp's default is 1 MB
+# The largest request body accepted. The largest real request of the scripted demo runs is 58 KB (Claude
+# Code; docs/fidelity.md, "The model gateway"), but a real run's request grows with its context: a full 1M-token
+# context (DeepSeek's window, the largest in the paper's settings) is ~4 MB of text and at most ~8 MB
+# as escaped JSON, so 16 MiB leaves 2x headroom. CLAWSWE_GATEWAY_MAX_BODY_MB changes it.
+MAX_BODY = int(float(os.environ.get("CLAWSWE_GATEWAY_MAX_BODY_MB", "16")) * 1024 * 1024)
+# Bodies being read at once may hold at most this much memory; past it a request is told to retry (503,
+# which every SDK retries), so a storm of large requests cannot grow the gateway without bound.
+MAX_INFLIGHT_BODIES = int(float(os.environ.get("CLAWSWE_GATEWAY_INFLIGHT_MB", "256")) * 1024 * 1024)
+MAX_CONNECTIONS = 4096  # to the providers: 300 agents and their side requests all in flight at once
 UPSTREAM_PATH = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "/messages"}
 # never passed on: connection-level headers, the container's credentials, what aiohttp recomputes
 _DROP_REQUEST = {"host", "content-length", "authorization", "x-api-key", "api-key", "connection", "keep-alive",
@@ -77,13 +86,16 @@ def _upstream_headers(request: web.Request, up: Upstream) -> CIMultiDict:
 
 
 class Gateway:
-    def __init__(self, state_dir, upstreams: Iterable[Upstream] = (), admin_token: str = "") -> None:
+    def __init__(self, state_dir, upstreams: Iterable[Upstream] = (), admin_token: str = "",
+                 max_body: int = MAX_BODY) -> None:
         self.registry = Registry(state_dir, list(upstreams))
         self.admin_token = admin_token
+        self.max_body = max_body
         self.http: aiohttp.ClientSession | None = None
+        self._inflight = 0  # bytes of request bodies being read right now
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY)
+        app = web.Application(client_max_size=self.max_body)
         routes = []
         for prefix in ("/v1", ""):  # "" too: some harnesses are given the root as base URL
             routes += [
@@ -110,15 +122,49 @@ class Gateway:
 
     async def _open_http(self, app) -> None:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=900)
-        self.http = aiohttp.ClientSession(timeout=timeout, auto_decompress=True)
+        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, limit_per_host=0)
+        self.http = aiohttp.ClientSession(timeout=timeout, auto_decompress=True, connector=connector,
+                                          cookie_jar=aiohttp.DummyCookieJar())  # a provider's cookies stay out
 
     async def _close_http(self, app) -> None:
         if self.http:
             await self.http.close()
+        self.registry.close()
+
+    async def _read_json(self, request: web.Request, protocol: Protocol) -> tuple[bytes, dict] | web.Response:
+        """The body as a JSON object, or the 4xx/503 answer that says in one line why not."""
+        limit = self.max_body
+        too_big = f"The request body is larger than the gateway's limit of {limit // (1024 * 1024)} MiB."
+        if request.content_length is not None and request.content_length > limit:
+            return _refuse(_error(protocol, 413, too_big, "request_too_large"))
+        chunks: list[bytes] = []  # joined once at the end: a growing bytearray over-allocates
+        size = 0
+        try:
+            async for chunk in request.content.iter_any():
+                if size + len(chunk) > limit:
+                    return _refuse(_error(protocol, 413, too_big, "request_too_large"))
+                if self._inflight + len(chunk) > MAX_INFLIGHT_BODIES:
+                    return _refuse(_error(protocol, 503, "The gateway is reading too many large requests at "
+                                          "once; retry shortly.", "overloaded_error"))
+                chunks.append(chunk)
+                size += len(chunk)
+                self._inflight += len(chunk)
+            raw = b"".join(chunks)
+        finally:
+            self._inflight -= size
+            chunks.clear()
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            return _error(protocol, 400, "The request body is not valid JSON.", "invalid_request_error")
+        if not isinstance(body, dict):
+            return _error(protocol, 400, f"The request body must be a JSON object, not a JSON {_kind(body)}.",
+                          "invalid_request_error")
+        return raw, body
 
     def _authenticate(self, request: web.Request) -> Registration | None:
         for token in _tokens(request.headers):
-            reg = self.registry.authenticate(token)
+            reg = self.registry.authenticate(token, request.remote)
             if reg is not None:
                 return reg
         return None
@@ -136,13 +182,10 @@ class Gateway:
         if reg is None:
             return _error(protocol, 401, "Unknown or revoked clawswe gateway token: use the token the run "
                           "registered for this instance.", "authentication_error")
-        raw = await request.read()
-        try:
-            body = json.loads(raw)
-            if not isinstance(body, dict):
-                raise ValueError
-        except ValueError:
-            return _error(protocol, 400, "The request body is not a JSON object.", "invalid_request_error")
+        parsed = await self._read_json(request, protocol)
+        if isinstance(parsed, web.StreamResponse):
+            return parsed
+        raw, body = parsed
         result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None, "internal")
         try:
             if reg.scripted is not None:
@@ -155,19 +198,21 @@ class Gateway:
             response, status, usage, error = result
             record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
                                  status, time.monotonic() - started, usage,
-                                 requested_model=str(body.get("model") or ""), error=error)
-            self.registry.record(reg, record)
-            log.info("%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
-                     reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
-                     record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
-                     record["cache_write_tokens"], f" error={error}" if error else "")
+                                 requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error)
+            await self.registry.record(reg, record)
+            # every request is in the ledger; the log has the ones that did not go well (DEBUG: all)
+            log.log(logging.DEBUG if status < 400 else logging.INFO,
+                    "%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
+                    reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
+                    record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
+                    record["cache_write_tokens"], f" error={error}" if error else "")
         return response
 
     async def _scripted(self, request, protocol, reg, body, size):
-        view = protocol.view(body)
+        view = protocol.view(reg.shaping.filter_tools(protocol.name, body))
         reply = reg.scripted.reply(view)
         usage = scripted_usage(size, view, reply)
-        model = str(body.get("model") or reg.model)
+        model = bounded(str(body.get("model") or reg.model))  # echoed back: the agent's own, but bounded
         source_body, hide_usage = _with_usage_requested(protocol, body)
         if body.get("stream") is True:
             events = protocol.render_stream(reply, usage, model, source_body)
@@ -183,29 +228,72 @@ class Gateway:
         if not key:
             message = f"The gateway has no key for {up.name}: {up.key_env} is not set on the host."
             return _error(protocol, 502, message, "api_error"), 502, None, "no upstream key"
-        body, hide_usage = _with_usage_requested(protocol, {**body, "model": reg.upstream_model})
-        url = up.base_url + UPSTREAM_PATH[protocol]
+        shape = reg.shaping
+        wire = protocol  # what the provider is spoken to in
+        wants_stream = body.get("stream") is True
+        body = shape.filter_tools(protocol.name, {**body, "model": reg.upstream_model})
+        if protocol is RESPONSES and "zeroclaw_responses_chat" in shape:
+            wire, body = CHAT, shaping.responses_to_chat(body)
+        if wire is CHAT:
+            body = shape.chat_request(body)
+        rebuild = wire is not protocol or ("zeroclaw_no_stream" in shape and wants_stream)
+        if rebuild:  # the provider answers in one piece; the harness gets its own protocol back
+            body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+            body["stream"] = False
+        body, hide_usage = _with_usage_requested(wire, body)
+        url = up.base_url + UPSTREAM_PATH[wire]
         if request.query_string:
             url += "?" + request.query_string
         headers = _upstream_headers(request, up)
-        secret = key.encode()
+        forms = redact.key_forms(key)
         try:
             async with self.http.post(url, data=json.dumps(body).encode(), headers=headers) as upstream:
                 out_headers = CIMultiDict((k, v) for k, v in upstream.headers.items()
-                                          if k.lower() not in _DROP_RESPONSE and key not in v)
+                                          if k.lower() not in _DROP_RESPONSE and not redact.contains(v, forms))
+                if rebuild and upstream.status < 400:
+                    data = await upstream.read()
+                    return self._rebuilt(protocol, wire, data, wants_stream, reg, request, forms)
+                collector = shape.stream_collector() if wire is CHAT else None
                 return await self._relay(request, protocol, upstream.status, out_headers,
-                                         upstream.content.iter_any(), hide_usage, secret)
+                                         upstream.content.iter_any(), hide_usage, forms, shape, collector)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             reason = type(exc).__name__
             message = f"The gateway could not reach {up.name} ({reason})."
             return _error(protocol, 502, message, "api_error"), 502, None, f"upstream unreachable: {reason}"
 
+    def _rebuilt(self, protocol, wire, data, wants_stream, reg, request, forms):
+        """A one-piece Chat Completions answer, told to the harness in the protocol and mode it asked for."""
+        try:
+            obj = json.loads(data)
+            message = obj["choices"][0]["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            message = None
+        if not isinstance(message, dict):
+            return (_error(protocol, 502, "The provider's answer could not be read.", "api_error"), 502, None,
+                    "unreadable upstream answer")
+        reg.shaping.remember(message)
+        usage = wire.usage_from_body(obj)
+        calls = [ToolCall((c.get("function") or {}).get("name") or "", (c.get("function") or {}).get("arguments")
+                          or "{}", c.get("id") or "") for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+        reply = Reply(message.get("content") or "", calls)
+        model = bounded(str(obj.get("model") or reg.upstream_model))
+        if wants_stream:
+            body = {"stream_options": {"include_usage": True}} if protocol is CHAT else {}
+            events = [redact.scrub(e, forms) for e in protocol.render_stream(reply, usage or _zero(), model, body)]
+            response = web.Response(status=200, body=b"".join(events),
+                                    headers={"Content-Type": "text/event-stream; charset=utf-8"})
+        else:
+            rendered = json.dumps(protocol.render(reply, usage or _zero(), model, {})).encode()
+            response = web.Response(status=200, body=redact.scrub(rendered, forms),
+                                    headers={"Content-Type": "application/json"})
+        return response, 200, usage, None if usage else "no usage in the answer"
+
     async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
-                     secret: bytes):
+                     forms: list[bytes], shape=None, collector=None):
         """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
 
         def scrub(data: bytes) -> bytes:  # a provider error may echo the key: it must not reach a container
-            return data.replace(secret, b"[redacted]") if secret else data
+            return redact.scrub(data, forms) if forms else data
 
         headers = CIMultiDict(headers)
         is_stream = headers.get("Content-Type", "").startswith("text/event-stream")
@@ -216,6 +304,9 @@ class Gateway:
                 obj = json.loads(data)
                 if isinstance(obj, dict) and status < 400:
                     usage = protocol.usage_from_body(obj)
+                    if shape is not None and protocol is CHAT:
+                        for choice in obj.get("choices") or []:
+                            shape.remember((choice or {}).get("message"))
             except ValueError:
                 error = "response is not JSON" if status < 400 else None
             if status >= 400:
@@ -228,11 +319,12 @@ class Gateway:
         error = None
         try:
             async for chunk in chunks:
-                for event in splitter.feed(chunk):
-                    await self._pass_event(response, reader, event, hide_usage, scrub)
-            for event in splitter.close():
-                await self._pass_event(response, reader, event, hide_usage, scrub)
+                # the events of one chunk go out in one write: one send, not one per event
+                await self._pass_events(response, reader, splitter.feed(chunk), hide_usage, scrub, collector)
+            await self._pass_events(response, reader, splitter.close(), hide_usage, scrub, collector)
             await response.write_eof()
+            if collector is not None:
+                collector.finish()
         except _ClientGone:  # the harness hung up; leaving here stops reading the upstream too
             status, error = CLIENT_GONE, "client disconnected"
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
@@ -240,15 +332,22 @@ class Gateway:
         return response, status, reader.usage, error
 
     @staticmethod
-    async def _pass_event(response, reader, event, hide_usage, scrub) -> None:
-        try:
-            reader.feed(event)
-        except Exception:  # an odd event must not break the answer; it only costs its count
-            log.warning("could not read usage from a %s event", reader.protocol.name)
-        if hide_usage and CHAT.is_unrequested_usage_chunk(event.json()):
+    async def _pass_events(response, reader, events, hide_usage, scrub, collector=None) -> None:
+        out = []
+        for event in events:
+            try:
+                reader.feed(event)
+                if collector is not None:
+                    collector.feed(event.json())
+            except Exception:  # an odd event must not break the answer; it only costs its count
+                log.warning("could not read usage from a %s event", reader.protocol.name)
+            if hide_usage and event.mentions(b'"usage"') and CHAT.is_unrequested_usage_chunk(event.json()):
+                continue
+            out.append(event.raw)
+        if not out:
             return
         try:
-            await response.write(scrub(event.raw))
+            await response.write(scrub(b"".join(out)))
         except ConnectionError as exc:
             raise _ClientGone from exc
 
@@ -257,17 +356,20 @@ class Gateway:
         reg = self._authenticate(request)
         if reg is None:
             return _error(MESSAGES, 401, "Unknown or revoked clawswe gateway token.", "authentication_error")
-        raw = await request.read()
+        parsed = await self._read_json(request, MESSAGES)
+        if isinstance(parsed, web.StreamResponse):
+            return parsed
+        raw, body = parsed
         if reg.scripted is not None:
             return _json(200, {"input_tokens": max(1, len(raw) // 4)})
         up = reg.upstream
         headers = _upstream_headers(request, up)
         try:
-            body = {**json.loads(raw), "model": reg.upstream_model}
+            body = {**body, "model": reg.upstream_model}
             async with self.http.post(up.base_url + "/messages/count_tokens", json=body, headers=headers) as resp:
-                data = (await resp.read()).replace(up.key().encode(), b"[redacted]")
+                data = redact.scrub(await resp.read(), redact.key_forms(up.key()))
                 return web.Response(status=resp.status, body=data, content_type="application/json")
-        except (ValueError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             return _error(MESSAGES, 502, f"Token counting failed ({type(exc).__name__}).", "api_error")
 
     async def not_found(self, request: web.Request) -> web.Response:
@@ -319,7 +421,8 @@ class Gateway:
         body = await self._admin_body(request)
         try:
             reg = self.registry.register(str(body.get("instance_id") or ""), str(body.get("model") or ""),
-                                         body.get("scripted"))
+                                         body.get("scripted"), address=str(body.get("address") or ""),
+                                         harness=str(body.get("harness") or ""), shaping=body.get("shaping"))
         except ValueError as exc:
             return _json(400, {"error": str(exc)})
         log.info("registered %s #%d for %s", reg.instance_id, reg.attempt, reg.model)
@@ -331,7 +434,7 @@ class Gateway:
 
     async def admin_requests(self, request: web.Request) -> web.Response:
         reg = await self._admin_registration(request)
-        return _json(200, {"requests": reg.records})
+        return _json(200, {"requests": await self.registry.records(reg)})
 
     async def admin_unregister(self, request: web.Request) -> web.Response:
         reg = await self._admin_registration(request)
@@ -346,6 +449,23 @@ class Gateway:
 
 class _ClientGone(Exception):
     pass
+
+
+def _refuse(response: web.Response) -> web.Response:
+    """An answer given before the body was read: the connection closes, the rest is never read."""
+    response.force_close()
+    return response
+
+
+def _kind(value) -> str:
+    return {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value), "null")
+
+
+def _zero():
+    from pytest_clawswe.results import Usage
+
+    return Usage()
+
 
 
 async def _aiter(items) -> AsyncIterator[bytes]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
 # an event ends at the first blank line; the spec allows \n, \r\n and \r line endings
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
@@ -19,34 +18,61 @@ def encode(data: dict | str, event: str | None = None) -> bytes:
     return f"{head}data: {text}\n\n".encode()
 
 
-@dataclass
 class Event:
-    raw: bytes  # the event as received, terminator included
-    event: str | None
-    data: str
+    """One event as received (`raw`, terminator included); its fields are parsed only when asked
+    for: the relay passes most events on without reading them."""
+
+    __slots__ = ("raw", "_fields", "_json")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self._fields: tuple[str | None, str] | None = None
+        self._json = _UNSET
+
+    @property
+    def event(self) -> str | None:
+        return self._parse()[0]
+
+    @property
+    def data(self) -> str:
+        return self._parse()[1]
+
+    def _parse(self) -> tuple[str | None, str]:
+        if self._fields is None:
+            name, data = None, []
+            for line in re.split(rb"\r\n|\n|\r", self.raw):
+                text = line.decode("utf-8", errors="replace")
+                if text.startswith(":") or not text:
+                    continue
+                field, _, value = text.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if field == "event":
+                    name = value
+                elif field == "data":
+                    data.append(value)
+            self._fields = (name, "\n".join(data))
+        return self._fields
 
     def json(self) -> dict | None:
         """The data as a JSON object, or None for `[DONE]`, comments and anything not JSON."""
-        try:
-            value = json.loads(self.data)
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) else None
+        if self._json is _UNSET:
+            try:
+                value = json.loads(self.data)
+            except ValueError:
+                value = None
+            self._json = value if isinstance(value, dict) else None
+        return self._json
+
+    def mentions(self, word: bytes) -> bool:
+        """Whether the raw bytes hold `word`: a cheap test before parsing."""
+        return word in self.raw
+
+
+_UNSET = object()
 
 
 def parse_event(raw: bytes) -> Event:
-    name, data = None, []
-    for line in re.split(rb"\r\n|\n|\r", raw):
-        text = line.decode("utf-8", errors="replace")
-        if text.startswith(":") or not text:
-            continue
-        field, _, value = text.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "event":
-            name = value
-        elif field == "data":
-            data.append(value)
-    return Event(raw=raw, event=name, data="\n".join(data))
+    return Event(raw)
 
 
 class Splitter:

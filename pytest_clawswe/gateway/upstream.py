@@ -3,6 +3,8 @@
     openrouter/<model>   https://openrouter.ai/api/v1   OPENROUTER_API_KEY  (also: a name with no known prefix)
     openai/<model>       $OPENAI_BASE_URL or https://api.openai.com/v1   OPENAI_API_KEY
     anthropic/<model>    $ANTHROPIC_BASE_URL or https://api.anthropic.com, + /v1   ANTHROPIC_API_KEY (x-api-key)
+    dashscope/<model>    $DASHSCOPE_BASE_URL or DashScope's international compatible-mode URL   DASHSCOPE_API_KEY
+    deepseek/<model>     $DEEPSEEK_BASE_URL or https://api.deepseek.com/v1   DEEPSEEK_API_KEY
     <name>/<model>       any upstream configured with Upstream(name, base_url, key_env, auth)
     scripted/gold|noop   the scripted model, served by the gateway itself
 
@@ -19,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 SCRIPTED_PREFIX = "scripted/"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
+DASHSCOPE_URL = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,10 @@ def builtin_upstreams() -> list[Upstream]:
                  "OPENAI_API_KEY"),
         Upstream("anthropic", anthropic if anthropic.endswith("/v1") else anthropic + "/v1",
                  "ANTHROPIC_API_KEY", "x-api-key"),
+        # the paper's other providers (their OpenAI-compatible endpoints; see gateway/shaping.py)
+        Upstream("dashscope", os.environ.get("DASHSCOPE_BASE_URL", DASHSCOPE_URL).rstrip("/"), "DASHSCOPE_API_KEY"),
+        Upstream("deepseek", os.environ.get("DEEPSEEK_BASE_URL", "https://api.deepseek.com/v1").rstrip("/"),
+                 "DEEPSEEK_API_KEY"),
     ]
 
 
