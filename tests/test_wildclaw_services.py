@@ -232,3 +232,49 @@ def test_unknown_endpoints_and_bad_bodies_are_answered_and_audited(start):
                                                    "end_time": "2026-03-11T09:00:00Z", "attendees": ["a"]})[0] == 400
     statuses = [c["status"] for c in client.audit("gmail")["calls"]]
     assert statuses == [404, 400]
+
+
+CHAT = """
+now: "2026-03-09T09:00:00+00:00"
+owner: "@priya"
+messages:
+  - {message_id: m1, sender: "@ops-bot", channel: "#ops", content: "Deploy window moved to 14:00", timestamp: "2026-03-09T08:00:00+00:00"}
+  - {message_id: m0, sender: "@ops-bot", channel: "#ops", content: "Old news", timestamp: "2026-02-01T08:00:00+00:00"}
+participants:
+  - id: chat_nina_r1
+    to: "@nina"
+    match: "(?i)rollback"
+    reply: {sender: "@nina", content: "Rollback plan is in the runbook, section 4."}
+"""
+
+
+def test_chat_lists_reads_sends_and_a_participant_answers(start, tmp_path):
+    fixtures = tmp_path / "chat"
+    fixtures.mkdir()
+    (fixtures / "slack.yaml").write_text(CHAT)
+    client, _ = start(fixtures, services=["slack"])
+    listed = client.post("/slack/messages", {"days_back": 7})[1]["messages"]
+    assert [m["message_id"] for m in listed] == ["m1"]  # older than 7 days: not listed
+    assert client.post("/slack/messages/get", {"message_id": "m1"})[1]["content"].startswith("Deploy")
+    client.post("/slack/send", {"to": "@nina", "content": "hi"})  # no match: no reply
+    client.post("/slack/send", {"to": "@nina", "content": "Where is the rollback plan?"})
+    client.post("/slack/drafts/save", {"to": "#ops", "content": "draft"})
+    audit = client.audit("slack")
+    assert [t["reply_id"] for t in audit["triggered_replies"]] == ["chat_nina_r1"]
+    assert [m["to"] for m in audit["sent_messages"]] == ["@nina", "@nina"] and len(audit["drafts"]) == 1
+    assert client.post("/slack/messages/get", {"message_id": "chat_nina_r1"})[1]["sender"] == "@nina"
+
+
+def test_calendar_and_contacts_endpoints(start):
+    client, _ = start(SOCIAL)
+    wed = client.post("/calendar/events", {"date": "2026-03-11", "days": 1})[1]["events"]
+    assert [e["event_id"] for e in wed] == ["evt_standup_wed", "evt_vendor_wed"]
+    mine = client.post("/calendar/user_events", {"user": "priya.shah@northwind.example", "date": "2026-03-10"})[1]
+    assert [e["event_id"] for e in mine["events"]] == ["evt_standup_tue"]
+    assert client.post("/calendar/events/delete", {"event_id": "evt_vendor_wed"})[0] == 200
+    assert client.post("/calendar/events/get", {"event_id": "evt_vendor_wed"})[0] == 404
+    assert [d["event_id"] for d in client.audit("calendar")["deleted"]] == ["evt_vendor_wed"]
+    found = client.post("/contacts/search", {"query": "kenji"})[1]["contacts"]
+    assert [c["contact_id"] for c in found] == ["CT-101", "CT-102"]
+    assert client.post("/contacts/get", {"contact_id": "CT-103"})[1]["location"] == "Berlin"
+    assert client.post("/contacts/search", {"query": "kenji", "department": "Sales"})[1]["total"] == 1

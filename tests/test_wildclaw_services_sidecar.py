@@ -162,3 +162,19 @@ def test_the_sidecar_carries_the_run_labels_and_is_gone_after_stop(docker_client
     assert (tmp_path / "audit" / "meta.json").is_file()
     found = docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_labels[LABEL_RUN]}"})
     assert car.container.id not in {c.id for c in found}
+
+
+def test_search_from_inside_is_counted_and_refused_past_the_budget(docker_client, agent, image, run_labels,
+                                                                   tmp_path):
+    search = FIXTURES_DIR / "search_lighthouse"
+    config = json.loads((search / "config.json").read_text())
+    car = start_sidecar(docker_client, agent, config, search, tmp_path / "audit", labels=run_labels, image=image)
+    try:
+        queries = [("/search/query", {"query": q}) for q in ("Kestrel automated", "resident keeper", "Ellery",
+                                                             "Thorvald", "one too many")]
+        statuses = inside(agent, call_script(queries)).split()[1::2]
+    finally:
+        audit_dir = stop_sidecar(car)
+    assert statuses == ["200"] * 4 + ["403"]
+    searched = view("search", read_log(log_path(audit_dir, "search")))
+    assert searched["query_count"] == 4 and [q["query"] for q in searched["refused_queries"]] == ["one too many"]

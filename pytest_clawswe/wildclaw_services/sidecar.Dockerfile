@@ -16,6 +16,7 @@ RUN python3 -m venv /opt/wcs \
  && rm -f /tmp/ca.pem
 RUN useradd --system --uid 10001 --no-create-home wcs && mkdir -p /srv/fixtures /srv/audit && chown wcs /srv/audit
 COPY svc/ /opt/wcs/app/svc/
+RUN /opt/wcs/bin/python -m compileall -q /opt/wcs/app/svc
 WORKDIR /opt/wcs/app
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER wcs
