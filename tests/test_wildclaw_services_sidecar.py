@@ -6,9 +6,18 @@ import pytest
 
 from pytest_clawswe.wildclaw_services import FIXTURES_DIR
 from pytest_clawswe.wildclaw_services.image import ensure_image
-from pytest_clawswe.wildclaw_services.sidecar import start_replay, start_sidecar, stop_sidecar
+from pytest_clawswe.wildclaw_services.sidecar import (
+    start_replay,
+    start_sidecar,
+    stop_sidecar,
+)
 from pytest_clawswe.wildclaw_services.svc.auditview import log_path, read_log, view
-from pytest_clawswe.workspace import LABEL_INSTANCE, LABEL_RUN, Workspace, create_locked_network
+from pytest_clawswe.workspace import (
+    LABEL_INSTANCE,
+    LABEL_RUN,
+    Workspace,
+    create_locked_network,
+)
 
 pytestmark = pytest.mark.docker
 SOCIAL = FIXTURES_DIR / "social_meeting_tz"
@@ -124,8 +133,8 @@ def test_the_audit_of_calls_made_inside_the_agent_equals_those_calls(agent, side
     grader = Workspace(docker_client, image, labels=run_labels).start()
     try:
         start_replay(grader, audit_dir)
-        served = grader.exec(["python3", "-c", "import urllib.request,sys;sys.stdout.write(urllib.request."
-                              "urlopen('http://127.0.0.1:9100/gmail/audit').read().decode())"]).stdout
+        fetch = "import urllib.request as u, sys; sys.stdout.write(u.urlopen('http://127.0.0.1:9100/gmail/audit').read().decode())"
+        served = grader.exec(["python3", "-c", fetch]).stdout
         assert json.loads(served) == json.loads(json.dumps(gmail))
     finally:
         grader.remove()

@@ -31,7 +31,7 @@ class Participants:
     rounds: dict[str, int] = field(default_factory=dict)  # recipient -> messages the agent sent them
 
     @classmethod
-    def from_fixture(cls, items: list[dict] | None) -> "Participants":
+    def from_fixture(cls, items: list[dict] | None) -> Participants:
         rules, seen = [], set()
         for n, item in enumerate(items or []):
             try:

@@ -12,7 +12,7 @@ import asyncio
 import json
 import signal
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -75,7 +75,7 @@ def build_runtimes(config: dict, fixtures: Path, audit_dir: Path) -> dict[str, R
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def make_app(rt: Runtime) -> web.Application:
@@ -192,7 +192,7 @@ class ServicesThread:
         def run():
             try:
                 asyncio.run(serve(config, Path(fixtures), Path(audit_dir), ready))
-            except BaseException as exc:  # reported to the caller below
+            except Exception as exc:  # noqa: BLE001 -- reported to the caller below
                 self._error = exc
                 started.set()
 

@@ -26,7 +26,7 @@ def need(body: dict, *keys: str) -> None:
 
 def parse_time(value: str, field: str = "time") -> datetime:
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        return datetime.fromisoformat(str(value))  # 3.11 reads a trailing Z
     except ValueError:
         raise ApiError(400, f"{field} {value!r} is not an ISO 8601 date-time") from None
 
@@ -51,9 +51,8 @@ def _within_days(ts: str, now: datetime, days_back) -> bool:
     if days_back in (None, ""):
         return True
     try:
-        when = parse_time(ts)
-        return when >= now - timedelta(days=float(days_back)) if when.tzinfo or not now.tzinfo else True
-    except (ApiError, ValueError, TypeError):
+        return parse_time(ts) >= now - timedelta(days=float(days_back))
+    except (ApiError, ValueError, TypeError):  # no or naive timestamp: listed rather than hidden
         return True
 
 
@@ -76,7 +75,7 @@ class Gmail(Service):
         self.owner = self.fixture.get("owner", "me@example.com")
         self.inbox = [dict(m, is_read=m.get("is_read", False)) for m in self.fixture.get("messages", [])]
         self.participants = Participants.from_fixture(self.fixture.get("participants"))
-        self.sent = 0
+        self.sent = self.drafts = 0
 
     def routes(self):
         return {"/gmail/messages": self.list, "/gmail/messages/get": self.get, "/gmail/send": self.send,
@@ -119,8 +118,9 @@ class Gmail(Service):
 
     def draft(self, body):
         need(body, "to", "subject", "body")
+        self.drafts += 1
         item = {k: body.get(k) for k in ("to", "subject", "body", "reply_to_message_id")}
-        item["draft_id"] = f"draft_{self.sent + 1:03d}_{len(body['subject'])}"
+        item["draft_id"] = f"draft_{self.drafts:03d}"
         return 200, {"status": "saved", "draft_id": item["draft_id"]}, {"drafts": [item]}
 
 
