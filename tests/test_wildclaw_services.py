@@ -295,3 +295,18 @@ def test_a_retrying_gold_run_copes_with_faults(start):
         client.audit("contacts")["injected_faults"]) > 0
     assert {"reply_kenji_confirm", "reply_lena_confirm"} <= {t["reply_id"] for t in gmail["triggered_replies"]}
     assert [e["start_time"] for e in calendar["created_events"]] == ["2026-03-11T08:30:00Z"]
+
+
+def test_a_wrong_service_config_is_one_clear_sentence_before_anything_starts(tmp_path):
+    from pytest_clawswe.wildclaw_services.sidecar import check_config
+
+    assert check_config(None, SEARCH)["search_budget"] == 4  # the folder's own config.json
+    assert check_config({}, SOCIAL)["services"] == ["calendar", "contacts", "gmail"]  # from the fixture files
+    for config, message in [({"services": ["gmial"]}, "unknown service"), ({"error_rate": 2}, "between 0 and 1"),
+                            ({"search_budget": "five"}, "whole number"), (["gmail"], "must be a mapping")]:
+        with pytest.raises(ValueError, match=message):
+            check_config(config, SOCIAL)
+    with pytest.raises(ValueError, match="does not exist"):
+        check_config({}, tmp_path / "missing")
+    with pytest.raises(ValueError, match="no service to start"):
+        check_config({}, tmp_path)

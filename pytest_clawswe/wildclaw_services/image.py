@@ -41,4 +41,8 @@ def ensure_image(client, progress: Callable[[str], None] = lambda line: None) ->
         files = {**_sources(), "ca.pem": bundles._host_ca_bundle()}
         args = {"PIP_PACKAGES": " ".join(PIP_PACKAGES), **bundles._mirror_args()}
         bundles._docker_build(client, files, tag, args, {IMAGE_LABEL: tag.split(":")[1]}, progress)
+        current = bundles._image_id(client, tag)
+        for old in client.images.list(filters={"label": IMAGE_LABEL}):
+            if old.id != current:
+                bundles._remove_quietly(client, old.id)  # an older code version, unless a sidecar still runs it
     return tag

@@ -46,12 +46,22 @@ class Sidecar:
     stopped: bool = False
 
 
-def check_config(config: dict, fixtures_dir: Path) -> dict:
-    """The task's service config, completed; a ValueError of one sentence if it is wrong."""
-    config = dict(config or {})
+def check_config(config: dict | None, fixtures_dir: Path) -> dict:
+    """The task's service config, completed; a ValueError of one sentence if it is wrong.
+
+    None: the fixtures folder's own config.json (or {}: every service that has a fixture file)."""
     fixtures_dir = Path(fixtures_dir)
     if not fixtures_dir.is_dir():
         raise ValueError(f"the services' fixtures folder {fixtures_dir} does not exist")
+    if config is None:
+        path = fixtures_dir / "config.json"
+        try:
+            config = json.loads(path.read_text()) if path.is_file() else {}
+        except ValueError as exc:
+            raise ValueError(f"{path} is not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"the task's service config must be a mapping, not {type(config).__name__}")
+    config = dict(config)
     services = config.get("services") or sorted(
         {p.stem for p in fixtures_dir.iterdir() if p.suffix in (".json", ".yaml", ".yml")} & KNOWN
         | ({"search"} if (fixtures_dir / "search").is_dir() else set()))
@@ -92,7 +102,7 @@ def _payload(config: dict, fixtures_dir: Path) -> bytes:
     return buf.getvalue()
 
 
-def start_sidecar(client, agent, config: dict, fixtures_dir: str | Path, audit_dir: str | Path, *,
+def start_sidecar(client, agent, config: dict | None, fixtures_dir: str | Path, audit_dir: str | Path, *,
                   labels: dict[str, str], image: str | None = None, timeout: float = 60.0,
                   progress=lambda line: None) -> Sidecar:
     """Start the services beside the running `agent` container and wait until every one answers health.
