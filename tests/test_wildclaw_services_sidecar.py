@@ -2,8 +2,10 @@
 import json
 import uuid
 
+import docker.errors
 import pytest
 
+from pytest_clawswe.clean import clean
 from pytest_clawswe.wildclaw_services import FIXTURES_DIR
 from pytest_clawswe.wildclaw_services.image import ensure_image
 from pytest_clawswe.wildclaw_services.sidecar import (
@@ -71,7 +73,10 @@ def agent(docker_client, run_labels):
         yield ws.start()
     finally:
         ws.remove()
-        docker_client.networks.get(network).remove()
+        try:
+            docker_client.networks.get(network).remove()
+        except docker.errors.NotFound:
+            pass  # swept by the clean test already
 
 
 @pytest.fixture
@@ -171,6 +176,11 @@ def test_the_sidecar_carries_the_run_labels_and_is_gone_after_stop(docker_client
     assert (tmp_path / "audit" / "meta.json").is_file()
     found = docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_labels[LABEL_RUN]}"})
     assert car.container.id not in {c.id for c in found}
+    # a sidecar a killed run left behind is swept by `clawswe clean --run-id`
+    left = start_sidecar(docker_client, agent, None, SOCIAL, tmp_path / "left", labels=run_labels, image=image)
+    clean(docker_client, run_labels[LABEL_RUN], include_live=True, progress=lambda line: None)
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.containers.get(left.container.id)
 
 
 def test_search_from_inside_is_counted_and_refused_past_the_budget(docker_client, agent, image, run_labels,

@@ -60,7 +60,7 @@ def check_config(config: dict | None, fixtures_dir: Path) -> dict:
         except ValueError as exc:
             raise ValueError(f"{path} is not valid JSON ({exc})") from None
     if not isinstance(config, dict):
-        raise ValueError(f"the task's service config must be a mapping, not {type(config).__name__}")
+        raise ValueError(f"the task's service config must be a mapping, not {type(config).__name__}")  # noqa: TRY004 -- callers catch ValueError for every config error
     config = dict(config)
     services = config.get("services") or sorted(
         {p.stem for p in fixtures_dir.iterdir() if p.suffix in (".json", ".yaml", ".yml")} & KNOWN
