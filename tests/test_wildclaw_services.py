@@ -310,3 +310,30 @@ def test_a_wrong_service_config_is_one_clear_sentence_before_anything_starts(tmp
         check_config({}, tmp_path / "missing")
     with pytest.raises(ValueError, match="no service to start"):
         check_config({}, tmp_path)
+
+
+def test_released_warmup_lines_that_start_mock_services_move_to_the_sidecar(tmp_path):
+    from pytest_clawswe.wildclaw_services.warmup import host_fixture, split_warmup
+
+    lines = ["pip install -q fastapi uvicorn 2>/dev/null",
+             "export GMAIL_FIXTURES=/tmp_workspace/fixtures/gmail/inbox.json && python3 /tmp_workspace/mock_services/gmail/server.py &",
+             "export CALENDAR_FIXTURES=/tmp_workspace/tmp/cal.json && python /tmp_workspace/mock_services/calendar/server.py &",
+             "python3 /tmp_workspace/mock_services/smart_home/server.py &",
+             "sleep 3", "rm -rf /tmp_workspace/fixtures"]
+    split = split_warmup(lines)
+    assert [(m.service, m.fixture) for m in split.moved] == [
+        ("gmail", "/tmp_workspace/fixtures/gmail/inbox.json"), ("calendar", "/tmp_workspace/tmp/cal.json")]
+    assert split.keep == [lines[0], lines[3], lines[4], lines[5]] and split.unsupported == [lines[3]]
+    assert host_fixture("/tmp_workspace/fixtures/gmail/inbox.json", tmp_path) == tmp_path / "exec/fixtures/gmail/inbox.json"
+    assert host_fixture("/tmp_workspace/tmp/cal.json", tmp_path) == tmp_path / "tmp/cal.json"
+    with pytest.raises(ValueError, match="not under /tmp_workspace"):
+        host_fixture("/etc/passwd", tmp_path)
+
+
+def test_a_bare_list_fixture_is_the_services_main_list(start, tmp_path):
+    fixtures = tmp_path / "released"
+    fixtures.mkdir()
+    (fixtures / "gmail.json").write_text(json.dumps([{"message_id": "m1", "from": "a@b", "subject": "s",
+                                                      "body": "b", "timestamp": "2026-03-02T08:00:00+00:00"}]))
+    client, _ = start(fixtures, services=["gmail"])
+    assert client.post("/gmail/messages/get", {"message_id": "m1"})[1]["subject"] == "s"

@@ -24,6 +24,8 @@ from .faults import FaultPlan
 from .services import ApiError, Calendar, Contacts, Gmail, Slack
 
 SERVICE_CLASSES = {"gmail": Gmail, "calendar": Calendar, "contacts": Contacts, "slack": Slack}
+# A fixture that is a bare list (as a released task's inbox.json may be) is this service's main list.
+MAIN_LIST = {"gmail": "messages", "slack": "messages", "calendar": "events", "contacts": "contacts"}
 
 
 def load_fixture(folder: Path, name: str) -> dict | None:
@@ -32,6 +34,8 @@ def load_fixture(folder: Path, name: str) -> dict | None:
         if path.is_file():
             text = path.read_text(encoding="utf-8")
             data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+            if isinstance(data, list):
+                data = {MAIN_LIST.get(name, "items"): data}
             return data or {}
     return None
 
