@@ -1,0 +1,199 @@
+"""The services sidecar beside a real agent-like container: reachable on localhost, nothing else shared."""
+import json
+import uuid
+
+import docker.errors
+import pytest
+
+from pytest_clawswe.clean import clean
+from pytest_clawswe.wildclaw_services import FIXTURES_DIR
+from pytest_clawswe.wildclaw_services.image import ensure_image
+from pytest_clawswe.wildclaw_services.sidecar import (
+    start_replay,
+    start_sidecar,
+    stop_sidecar,
+)
+from pytest_clawswe.wildclaw_services.svc.auditview import log_path, read_log, view
+from pytest_clawswe.workspace import (
+    LABEL_INSTANCE,
+    LABEL_RUN,
+    Workspace,
+    create_locked_network,
+)
+
+pytestmark = pytest.mark.docker
+SOCIAL = FIXTURES_DIR / "social_meeting_tz"
+AGENT_IMAGE = "debian:bookworm-slim"
+
+# HTTP from inside the agent with nothing but bash (the slim image has no curl or python).
+HTTP = r"""
+export LC_ALL=C
+req() {  # METHOD PORT PATH [BODY]
+  exec 3<>/dev/tcp/127.0.0.1/$2 || { echo "STATUS 000"; return; }
+  printf '%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
+    "$1" "$3" "${#4}" "$4" >&3
+  head -n1 <&3 | sed 's/^HTTP\/1.1 \([0-9]*\).*/STATUS \1/'
+  exec 3<&-
+}
+"""
+PORT = {"gmail": 9100, "calendar": 9101, "contacts": 9103, "slack": 9110, "search": 9140}
+
+
+def inside(ws, script: str) -> str:
+    result = ws.exec(HTTP + script)
+    return result.output
+
+
+def call_script(calls) -> str:
+    lines = []
+    for endpoint, body in calls:
+        quoted = json.dumps(body).replace("'", "'\\''")
+        lines.append(f"req POST {PORT[endpoint.split('/')[1]]} {endpoint} '{quoted}'")
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def image(docker_client):
+    return ensure_image(docker_client)
+
+
+@pytest.fixture
+def run_labels():
+    run_id = f"t-wcs-{uuid.uuid4().hex[:8]}"
+    return {LABEL_RUN: run_id, LABEL_INSTANCE: "wildclaw-services-test"}
+
+
+@pytest.fixture
+def agent(docker_client, run_labels):
+    """An agent container started as the runner starts them (tini, sleep, the run's locked network)."""
+    network = f"clawswe-{run_labels[LABEL_RUN]}"
+    create_locked_network(docker_client, network, run_labels)
+    ws = Workspace(docker_client, AGENT_IMAGE, labels=run_labels, network=network)
+    try:
+        yield ws.start()
+    finally:
+        ws.remove()
+        try:
+            docker_client.networks.get(network).remove()
+        except docker.errors.NotFound:
+            pass  # swept by the clean test already
+
+
+@pytest.fixture
+def sidecar(docker_client, agent, image, run_labels, tmp_path):
+    config = json.loads((SOCIAL / "config.json").read_text())
+    car = start_sidecar(docker_client, agent, config, SOCIAL, tmp_path / "audit", labels=run_labels, image=image)
+    yield car
+    stop_sidecar(car)
+
+
+def test_the_agent_reaches_the_services_on_localhost(agent, sidecar):
+    out = inside(agent, "for p in 9100 9101 9103; do req GET $p /health; done")
+    assert out.split() == ["STATUS", "200"] * 3
+    assert sidecar.start_seconds < 30
+    print(f"sidecar start: {sidecar.start_seconds:.2f} s")
+
+
+def test_the_agent_cannot_read_the_service_code_or_fixtures(agent, sidecar):
+    out = inside(agent, r"""
+      ls -A /srv; ls -d /srv/fixtures /srv/audit /opt/wcs 2>/dev/null  # debian ships an empty /srv
+      find / -xdev \( -name 'participants.py' -o -name 'gmail.yaml' -o -name '*.jsonl' \) 2>/dev/null
+      grep -rls --exclude-dir=proc --exclude-dir=sys -e reply_kenji_confirm -e 'Atlas migration' / 2>/dev/null
+      echo END""")
+    assert out.strip() == "END", out
+
+
+def test_the_agent_sees_no_service_process_and_cannot_kill_one(agent, sidecar):
+    out = inside(agent, r"""
+      for d in /proc/[0-9]*; do tr '\0' ' ' < $d/cmdline 2>/dev/null; echo; done
+      echo "SOCK""ETS"  # split: the script's own command line holds no marker
+      inode=$(awk 'toupper($2) ~ /:238C$/ && $4 == "0A" {print $10}' /proc/net/tcp | head -n1)
+      echo "listen=$inode"
+      ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c "socket:\[$inode\]"
+    """)
+    processes, sockets = out.split("SOCKETS")
+    assert "svc" not in processes and "python" not in processes, processes
+    listen, owners = sockets.split()
+    assert listen != "listen="  # the port is listening in the shared network namespace ...
+    assert owners == "0"  # ... but no process the agent can see owns it: nothing to kill by port
+    agent.kill_all()  # every process the agent can see, as the runner does at the budget
+    assert inside(agent, "req GET 9100 /health").split() == ["STATUS", "200"]
+    # and no endpoint resets a service: the state survives
+    assert inside(agent, "req POST 9100 /gmail/reset '{}'").split() == ["STATUS", "404"]
+
+
+def test_the_audit_of_calls_made_inside_the_agent_equals_those_calls(agent, sidecar, docker_client, image,
+                                                                     run_labels):
+    calls = [tuple(c) for c in json.loads((SOCIAL / "gold_calls.json").read_text())]
+    out = inside(agent, call_script(calls))
+    assert out.split() == ["STATUS", "200"] * len(calls), out
+    audit_dir = stop_sidecar(sidecar)
+    for service in ("gmail", "calendar", "contacts"):
+        logged = [(r["endpoint"], r["request"]) for r in read_log(log_path(audit_dir, service))]
+        assert logged == [(e, b) for e, b in calls if e.startswith(f"/{service}/")]
+    gmail = view("gmail", read_log(log_path(audit_dir, "gmail")))
+    assert {t["reply_id"] for t in gmail["triggered_replies"]} >= {"reply_kenji_confirm", "reply_lena_confirm"}
+
+    # the grader's side: a fresh container serves the same view from the saved log only
+    grader = Workspace(docker_client, image, labels=run_labels).start()
+    try:
+        start_replay(grader, audit_dir)
+        fetch = "import urllib.request as u, sys; sys.stdout.write(u.urlopen('http://127.0.0.1:9100/gmail/audit').read().decode())"
+        served = grader.exec(["python3", "-c", fetch]).stdout
+        assert json.loads(served) == json.loads(json.dumps(gmail))
+    finally:
+        grader.remove()
+
+
+def test_faults_injected_inside_match_across_two_runs(docker_client, image, run_labels, tmp_path):
+    calls = [("/contacts/search", {"query": q}) for q in "abcdefghij"]
+    runs = []
+    for n in range(2):
+        ws = Workspace(docker_client, AGENT_IMAGE, labels=run_labels).start()
+        try:
+            car = start_sidecar(docker_client, ws, {"services": ["contacts"], "error_rate": 0.5, "error_seed": 1002},
+                                SOCIAL, tmp_path / f"audit{n}", labels=run_labels, image=image)
+            statuses = inside(ws, call_script(calls)).split()[1::2]
+            audit_dir = stop_sidecar(car)
+        finally:
+            ws.remove()
+        faults = [(r["seq"], r["fault"]) for r in read_log(log_path(audit_dir, "contacts")) if r["fault"]]
+        runs.append((statuses, faults))
+    assert runs[0] == runs[1]
+    assert runs[0][1] == [(7, "429"), (8, "500")]
+    assert runs[0][0][6:8] == ["429", "500"]
+
+
+def test_the_sidecar_carries_the_run_labels_and_is_gone_after_stop(docker_client, agent, image, run_labels,
+                                                                   tmp_path):
+    with pytest.raises(ValueError, match="unknown service"):
+        start_sidecar(docker_client, agent, {"services": ["gmial"]}, SOCIAL, tmp_path, labels=run_labels, image=image)
+    car = start_sidecar(docker_client, agent, {}, SOCIAL, tmp_path / "audit", labels=run_labels, image=image)
+    found = docker_client.containers.list(filters={"label": f"{LABEL_RUN}={run_labels[LABEL_RUN]}"})
+    assert car.container.id in {c.id for c in found}
+    assert sorted(car.ports) == ["calendar", "contacts", "gmail"]  # from the fixture files present
+    stop_sidecar(car)
+    assert (tmp_path / "audit" / "meta.json").is_file()
+    found = docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_labels[LABEL_RUN]}"})
+    assert car.container.id not in {c.id for c in found}
+    # a sidecar a killed run left behind is swept by `clawswe clean --run-id`
+    left = start_sidecar(docker_client, agent, None, SOCIAL, tmp_path / "left", labels=run_labels, image=image)
+    clean(docker_client, run_labels[LABEL_RUN], include_live=True, progress=lambda line: None)
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.containers.get(left.container.id)
+
+
+def test_search_from_inside_is_counted_and_refused_past_the_budget(docker_client, agent, image, run_labels,
+                                                                   tmp_path):
+    search = FIXTURES_DIR / "search_lighthouse"
+    config = json.loads((search / "config.json").read_text())
+    car = start_sidecar(docker_client, agent, config, search, tmp_path / "audit", labels=run_labels, image=image)
+    try:
+        queries = [("/search/query", {"query": q}) for q in ("Kestrel automated", "resident keeper", "Ellery",
+                                                             "Thorvald", "one too many")]
+        statuses = inside(agent, call_script(queries)).split()[1::2]
+    finally:
+        audit_dir = stop_sidecar(car)
+    assert statuses == ["200"] * 4 + ["403"]
+    searched = view("search", read_log(log_path(audit_dir, "search")))
+    assert searched["query_count"] == 4 and [q["query"] for q in searched["refused_queries"]] == ["one too many"]
