@@ -217,7 +217,7 @@ def test_shipped_languages_fill_gaps(tmp_path):
 def write_run_dirs(root: Path, cal, harnesses: list[str]) -> list[Path]:
     """One run directory per column, as a benchmark run leaves them."""
     dirs = []
-    for j, column in enumerate(cal.columns):
+    for j, _column in enumerate(cal.columns):
         run = root / f"run{j}"
         harness = harnesses[j % len(harnesses)]
         write_atomic(run / "run.json", json.dumps({"harness": harness, "model": f"m{j // len(harnesses)}"}))

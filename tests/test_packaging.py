@@ -47,3 +47,24 @@ def test_the_wheel_carries_every_data_file(wheel_files):
         assert missing == [], f"not in the wheel: {missing[:5]}"
     assert "pytest_clawswe/report/templates/report.html.j2" in wheel_files
     assert not any("__pycache__" in name for name in wheel_files)
+
+
+def test_the_fast_subset_asks_for_no_docker(pytester, monkeypatch):
+    """scripts/test.sh starts Docker only when the selected tests need it (scripts/needs_docker.py says)."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    pytester.makepyfile(test_x="""
+        import pytest
+        def test_pure(): pass
+        @pytest.mark.docker
+        def test_engine(): pass
+        def test_uses_client(docker_client): pass
+    """)
+    pytester.makeconftest("import pytest\n@pytest.fixture\ndef docker_client(): pass\n")
+    answers = {}
+    for name, args in {"fast": ["-m", "not docker and not harness", "-k", "pure"], "marked": ["-m", "docker"],
+                       "fixture": ["-k", "uses_client"]}.items():
+        probe = pytester.path / f"{name}.txt"
+        monkeypatch.setenv("CLAWSWE_NEEDS_DOCKER_FILE", str(probe))
+        pytester.runpytest_inprocess("-p", "needs_docker", "--collect-only", "-q", *args)
+        answers[name] = probe.read_text()
+    assert answers == {"fast": "no", "marked": "yes", "fixture": "yes"}

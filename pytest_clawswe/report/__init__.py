@@ -147,9 +147,10 @@ def run_report(args: argparse.Namespace) -> int:
     compare = None
     if args.compare:
         by_path = {run.path: run for run in runs}
-        compare = tuple(by_path.get(Path(p).resolve()) for p in args.compare)
-        if None in compare:
+        first, second = (by_path.get(Path(p).resolve()) for p in args.compare)
+        if first is None or second is None:
             raise UserError("--compare takes two run directories (each with its own instances/ folder)")
+        compare = (first, second)
     written = build_report(runs, out, compare, args.confidence)
     print(written["main"][1].read_text())
     if "comparisons" in written:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
@@ -59,7 +61,7 @@ details { margin: 0.8em 0; } summary { cursor: pointer; font-weight: 600; font-s
 
 _ENV = Environment(loader=PackageLoader("pytest_clawswe.report", "templates"),
                    autoescape=select_autoescape(default=True, default_for_string=True))
-_T = _ENV.get_template("report.html.j2").module  # the macros; each returns Markup
+_T: Any = _ENV.get_template("report.html.j2").module  # the macros; each returns Markup
 
 
 def _href(target: Path, page_dir: Path) -> str:
@@ -148,7 +150,7 @@ def matrix_html(runs: list[Run]) -> Markup:
     return _T.matrix([run_label(run, runs) for run in runs], rows)
 
 
-def page(title: str, sections: list[tuple[str, str]], intro: str = "") -> str:
+def page(title: str, sections: Sequence[tuple[str, str]], intro: str = "") -> str:
     """The whole page: a title, a line saying when it was made, and (heading, html) sections.
 
     A section's html is inserted as is only when it is Markup (built by the functions above); a plain
