@@ -44,4 +44,4 @@ if [ "${1:-}" != --no-docker ]; then
   python3 -c "import json, sys; s = json.load(open('run/summary.json')); print('oracle summary:', s); \
 sys.exit(0 if s.get('resolved') == 1 else 1)" || { say "the oracle did not resolve $instance"; exit 1; }
 fi
-say "ok"
+say "ok (${SECONDS} s)"
