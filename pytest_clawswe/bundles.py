@@ -193,11 +193,12 @@ def lock_digest(lock: bytes | None) -> str:
 
 
 def _lock_of(client, tag: str) -> str | None:
-    """The lock label of the built image (None: not built; "" for a bundle built before locks)."""
+    """The lock label of the built image (None: not built). A bundle built before locks existed counts as
+    unpinned ("none"): it is reused while its recipe has no lock, and rebuilt once it has one."""
     import docker
 
     try:
-        return (client.images.get(tag).labels or {}).get(LOCK_LABEL, "")
+        return (client.images.get(tag).labels or {}).get(LOCK_LABEL, "none")
     except docker.errors.ImageNotFound:
         return None
 
