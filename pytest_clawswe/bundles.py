@@ -8,6 +8,12 @@ Docker daemon works too.
 
 Recipes are data: harnesses/<name>/bundle.yaml. Shared Dockerfiles and scripts: harnesses/_build/.
 Runtimes (CPython, Node) are built once into cached builder images, clawswe-runtime/<runtime>:<version>.
+
+Beside each registry recipe is a lock of the harness and all its dependencies, so a bundle built next month
+holds what was measured today: harnesses/<name>/package-lock.json (npm, installed with `npm ci`) or
+harnesses/<name>/requirements.lock (pip, exact versions with hashes, installed with --require-hashes).
+`clawswe harness lock NAME` writes it by resolving inside the runtime image the bundle is built on. The lock's
+digest is a label of the bundle image; a bundle whose label differs from the lock is rebuilt.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import contextlib
 import fcntl
 import hashlib
 import io
+import json
 import os
 import re
 import tarfile
@@ -32,6 +39,8 @@ from pytest_clawswe.paths import HARNESS_RECIPES_DIR
 
 BUNDLE_ROOT = "/opt/clawswe"
 BUILD_DIR = HARNESS_RECIPES_DIR / "_build"
+LOCK_LABEL = "clawswe.bundle.lock"  # sha256 of the lock file the bundle was installed from ("none": unpinned)
+LOCK_FILES = {"node": "package-lock.json", "python": "requirements.lock"}
 RUNTIMES = ("node", "python", "binary")
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Build files each image build sends besides its Dockerfile.
@@ -52,10 +61,41 @@ class Recipe:
     entry_points: tuple[str, ...]
     extra_packages: tuple[str, ...] = ()
     smoke: str = ""  # a quick check (sh, BUNDLE=the bundle path) that must exit 0
+    folder: Path | None = None  # harnesses/<name>/
 
     def packages(self, version: str) -> list[str]:
         pin = "==" if self.runtime == "python" else "@"
         return [f"{self.package}{pin}{version}", *self.extra_packages]
+
+    @property
+    def lock_path(self) -> Path | None:
+        """Where this recipe's lock file lives (it may not exist yet); None for a binary."""
+        name = LOCK_FILES.get(self.runtime)
+        return self.folder / name if name and self.folder else None
+
+    def lock(self, version: str) -> bytes | None:
+        """The lock file's bytes when it pins this version (the recipe's own), else None."""
+        if version != self.version or self.lock_path is None or not self.lock_path.is_file():
+            return None
+        return self.lock_path.read_bytes()
+
+
+def node_manifest(recipe: Recipe) -> bytes:
+    """The package.json that the npm lock belongs to (npm ci checks the two agree)."""
+    deps = {}
+    for spec in recipe.packages(recipe.version or ""):
+        name, _, version = spec.rpartition("@")
+        deps[name] = version
+    return (json.dumps({"name": "clawswe-bundle", "private": True, "dependencies": deps}, indent=2) + "\n").encode()
+
+
+def pinned(recipe: Recipe, lock: bytes) -> list[str]:
+    """name==version (python) or name@version (node) of every package the lock pins."""
+    if recipe.runtime == "python":
+        return [line.split()[0] for line in lock.decode().splitlines() if line and line[0].isalnum()]
+    packages = json.loads(lock)["packages"]
+    return sorted(f"{path.rpartition('node_modules/')[2]}@{entry['version']}"
+                  for path, entry in packages.items() if path and "version" in entry)
 
 
 def load_recipes(root: Path = HARNESS_RECIPES_DIR) -> dict[str, Recipe]:
@@ -73,6 +113,7 @@ def load_recipes(root: Path = HARNESS_RECIPES_DIR) -> dict[str, Recipe]:
             entry_points=tuple(data["entry_points"]),
             extra_packages=tuple(data.get("extra_packages") or ()),
             smoke=data.get("smoke") or "",
+            folder=path.parent,
         )
     return recipes
 
@@ -135,13 +176,31 @@ def build_bundle(
     version = resolve_version(recipe, version, binary)
     client = client or _docker()
     tag = bundle_tag(name, version)
-    if not force and _image_exists(client, tag):
+    want = lock_digest(recipe.lock(version))
+    if not force and _lock_of(client, tag) == want:
         return tag
     with _build_lock(tag):
         previous = _image_id(client, tag)
         if previous and not force:
-            return tag  # another process built it while we waited
+            if _lock_of(client, tag) == want:
+                return tag  # another process built it while we waited
+            progress(f"clawswe: rebuilding {tag}: it was not installed from the current {recipe.lock_path.name}")
         return _build_bundle(recipe, version, tag, previous, client, progress, force, binary)
+
+
+def lock_digest(lock: bytes | None) -> str:
+    return hashlib.sha256(lock).hexdigest()[:16] if lock is not None else "none"
+
+
+def _lock_of(client, tag: str) -> str | None:
+    """The lock label of the built image (None: not built). A bundle built before locks existed counts as
+    unpinned ("none"): it is reused while its recipe has no lock, and rebuilt once it has one."""
+    import docker
+
+    try:
+        return (client.images.get(tag).labels or {}).get(LOCK_LABEL, "none")
+    except docker.errors.ImageNotFound:
+        return None
 
 
 def _build_bundle(recipe, version, tag, previous, client, progress, force, binary) -> str:
@@ -149,9 +208,20 @@ def _build_bundle(recipe, version, tag, previous, client, progress, force, binar
     # A binary needs no runtime, only the node builder's tools to bundle the libraries it links.
     runtime_image = build_runtime("node" if recipe.runtime == "binary" else recipe.runtime, client, progress)
 
-    files = {"Dockerfile": BUILD_DIR / "bundle.Dockerfile", **{f: BUILD_DIR / f for f in _BUNDLE_FILES}}
+    files: dict[str, Path | bytes] = {"Dockerfile": BUILD_DIR / "bundle.Dockerfile", **{f: BUILD_DIR / f for f in _BUNDLE_FILES}}
     if binary is not None:
         files[f"payload/{recipe.entry_points[0]}"] = Path(binary)
+    lock = recipe.lock(version)
+    if lock is not None:
+        files[f"lock/{LOCK_FILES[recipe.runtime]}"] = lock
+        if recipe.runtime == "node":
+            files["lock/package.json"] = node_manifest(recipe)
+        packages = pinned(recipe, lock)
+        progress(f"clawswe: pinned {len(packages)} packages by {recipe.lock_path} "
+                 f"(sha256 {lock_digest(lock)}): {', '.join(packages)}")
+    elif recipe.runtime != "binary":
+        progress(f"clawswe: {name} {version} has no lock file: its dependencies are whatever the registry serves "
+                 f"today (write one: clawswe harness lock {name})")
     buildargs = {
         "RUNTIME_IMAGE": runtime_image,
         "RUNTIME": recipe.runtime,
@@ -160,6 +230,7 @@ def _build_bundle(recipe, version, tag, previous, client, progress, force, binar
         "ENTRY_POINTS": " ".join(recipe.entry_points),
         "BUNDLE_LABEL": f"{name}-{version}",
         "STAGE_LABEL": f"{name}-{version}-build",
+        "LOCK_DIGEST": lock_digest(lock),
         **_mirror_args(),
     }
     progress(f"clawswe: building {tag} ({' '.join(recipe.packages(version))})")
@@ -209,6 +280,57 @@ def _build_runtime(runtime, runtimes, tag, client, progress) -> None:
     _docker_build(client, files, tag, {"BASE": runtimes["base"], **args, **_mirror_args()},
                   {LABEL: f"runtime-{runtime}-{spec['version']}"}, progress)
     progress(f"clawswe: built {tag} in {time.monotonic() - start:.0f} s")
+
+
+# --- lock files ------------------------------------------------------------------------------------------
+
+_NODE_LOCK_SCRIPT = (
+    'mkdir -p /tmp/lock && cd /tmp/lock && printf %s "$CLAWSWE_MANIFEST" > package.json'
+    " && npm install --package-lock-only --omit-lockfile-registry-resolved --ignore-scripts >&2"
+    " && cat package-lock.json"
+)
+_PYTHON_LOCK_SCRIPT = "/opt/clawswe/python/bin/python3 -m pip install --dry-run --ignore-installed --quiet --report - "
+
+
+def write_lock(name: str, client=None, progress: Callable[[str], None] = print) -> Path:
+    """Resolve the recipe's packages and all their dependencies inside its runtime image (so the same npm,
+    the same CPython and glibc as the build) and write the lock file beside the recipe."""
+    recipe = get_recipe(name)
+    if recipe.lock_path is None or recipe.version is None:
+        raise UserError(f"{name} is built from a file you supply (--binary): there is nothing to lock")
+    client = client or _docker()
+    image = build_runtime(recipe.runtime, client, progress)
+    env = {k: v for k, v in {"PIP_INDEX_URL": os.environ.get("PIP_INDEX_URL")}.items() if v}
+    if recipe.runtime == "node":
+        env["CLAWSWE_MANIFEST"] = node_manifest(recipe).decode()
+        script = _NODE_LOCK_SCRIPT
+    else:
+        script = _PYTHON_LOCK_SCRIPT + " ".join(recipe.packages(recipe.version))
+    progress(f"clawswe: resolving {' '.join(recipe.packages(recipe.version))} in {image}")
+    try:
+        out = client.containers.run(image, ["sh", "-c", script], environment=env, remove=True, stderr=False,
+                                    labels={LABEL: "lock"})
+    except Exception as exc:  # docker's ContainerError carries the resolver's stderr
+        raise UserError(f"resolving the {name} lock failed: {str(exc)[-2000:]}") from None
+    lock = out if recipe.runtime == "node" else _requirements_lock(recipe, json.loads(out))
+    recipe.lock_path.write_bytes(lock)
+    packages = pinned(recipe, lock)
+    progress(f"clawswe: wrote {recipe.lock_path}: {len(packages)} packages (sha256 {lock_digest(lock)})")
+    return recipe.lock_path
+
+
+def _requirements_lock(recipe: Recipe, report: dict) -> bytes:
+    """pip's installation report as a requirements file with one sha256 per package (pip --require-hashes)."""
+    lines = [f"# The {recipe.name} bundle: {' '.join(recipe.packages(recipe.version or ''))} and every dependency,",
+             "# resolved for the bundle's runtime. Written by `clawswe harness lock "
+             f"{recipe.name}`; do not edit by hand."]
+    for item in sorted(report["install"], key=lambda i: i["metadata"]["name"].lower()):
+        meta, info = item["metadata"], item["download_info"]
+        digest = (info.get("archive_info", {}).get("hashes") or {}).get("sha256")
+        if not digest:
+            raise UserError(f"{meta['name']} {meta['version']} comes from {info.get('url')} without a sha256")
+        lines.append(f"{meta['name']}=={meta['version']} \\\n    --hash=sha256:{digest}")
+    return ("\n".join(lines) + "\n").encode()
 
 
 def bundle_volume_container(client, name: str, version: str | None, run_label: str):
@@ -354,6 +476,9 @@ def add_cli(subparsers) -> None:
     build.add_argument("--force", action="store_true", help="rebuild even if the bundle exists")
     build.add_argument("--binary", help="the executable, for harnesses on no registry (zeroclaw)")
     build.set_defaults(func=_cli_build)
+    lock = sub.add_parser("lock", help="resolve a harness's packages and write its lock file beside the recipe")
+    lock.add_argument("name", help="harness name, e.g. openclaw")
+    lock.set_defaults(func=_cli_lock)
     listing = sub.add_parser("list", help="list harness recipes and built bundles")
     listing.set_defaults(func=_cli_list)
 
@@ -364,6 +489,11 @@ def _cli_build(args) -> int:
     except BundleBuildError as exc:
         raise UserError(str(exc).splitlines()[0] + " (log above)") from None
     print(tag)
+    return 0
+
+
+def _cli_lock(args) -> int:
+    print(write_lock(args.name))
     return 0
 
 

@@ -90,7 +90,7 @@ def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:
     """Remove the bundles' data containers (each holds a copy of its bundle) that no container uses now."""
     from .harnesses._bundled import BUNDLE_CACHE_LABEL
 
-    in_use = set()
+    in_use: set[str] = set()
     for c in client.containers.list():
         in_use.update(v.split(":")[0] for v in (c.attrs["HostConfig"].get("VolumesFrom") or []))
     removed = 0

@@ -100,7 +100,7 @@ rm -f "$GIT_INDEX_FILE"
 git read-tree {base_commit}
 # files too big to be a source change (an agent's dump, a disk filler) are left out before git reads them
 printf '.\n' > /tmp/.clawswe-spec
-find . -path ./.git -prune -o -type f -size +{MAX_FILE_MB}M -print | sed 's|^\./||' | while IFS= read -r f; do
+find . -path ./.git -prune -o -type f -size +{MAX_FILE_MB}M -print | sed 's|^\\./||' | while IFS= read -r f; do
   printf ':(exclude,literal)%s\n' "$f" >> /tmp/.clawswe-spec
   git check-ignore -q -- "$f" || printf '%s\n' "$f"
 done

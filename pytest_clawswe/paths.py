@@ -1,10 +1,20 @@
-"""Where the shipped data lives: the instance lists, the demo task repo, published results, prompts."""
+"""Where the shipped data lives: the instance lists, the demo task repo, published results, prompts.
+
+All of it is package data under pytest_clawswe/data/, read through importlib.resources, so a wheel install
+finds it as well as a checkout. In the checkout, data/instances, data/harnesses and data/published are
+symlinks to the top-level instances/, harnesses/ and reports/published/ (the design card's folders stay the
+source; building a wheel copies the files behind the links).
+"""
+from importlib.resources import as_file, files
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-PROJECT_ROOT = PACKAGE_DIR.parent
-INSTANCES_DIR = PROJECT_ROOT / "instances"
+# Package data of a regular (unzipped) install is a real folder; as_file returns it without copying.
+with as_file(files("pytest_clawswe")) as _package:
+    PACKAGE_DIR = Path(_package).resolve()
+DATA_DIR = PACKAGE_DIR / "data"
+INSTANCES_DIR = (DATA_DIR / "instances").resolve()
 DEMO_TASK_REPO = INSTANCES_DIR / "demo"
-PUBLISHED_RESULTS = PROJECT_ROOT / "reports" / "published" / "claw_swe_bench_published_results.json"
+PUBLISHED_DIR = (DATA_DIR / "published").resolve()
+PUBLISHED_RESULTS = PUBLISHED_DIR / "claw_swe_bench_published_results.json"
 PROMPTS_DIR = PACKAGE_DIR / "prompts"
-HARNESS_RECIPES_DIR = PROJECT_ROOT / "harnesses"
+HARNESS_RECIPES_DIR = (DATA_DIR / "harnesses").resolve()

@@ -80,7 +80,7 @@ def paired_ci(both: int, only_a: int, only_b: int, neither: int, confidence: flo
     # correlation of the two outcomes (agreement narrows the interval), with Newcombe's
     # continuity correction of its numerator, which keeps coverage at small n
     denom = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
-    cross = both * neither - only_a * only_b
+    cross: float = both * neither - only_a * only_b
     cross = cross - n / 2 if cross > n / 2 else min(cross, 0)
     phi = cross / math.sqrt(denom) if denom else 0.0
     d = p1 - p2

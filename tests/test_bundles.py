@@ -3,6 +3,7 @@ through volumes_from (docker; the node and python ones build real runtimes and h
 from __future__ import annotations
 
 import argparse
+import types
 
 import pytest
 
@@ -64,6 +65,63 @@ def harness_cli(argv):
     bundles.add_cli(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["harness", *argv])
     return args.func(args)
+
+
+def test_every_registry_recipe_pins_its_packages():
+    """The npm recipes carry a package-lock.json for their default version; python ones a hashed
+    requirements.lock when written (clawswe harness lock NAME)."""
+    import json
+
+    recipes = bundles.load_recipes()
+    for name in ("claude-code", "codex", "openclaw"):
+        recipe = recipes[name]
+        lock = recipe.lock(recipe.version)
+        assert lock is not None, f"{name}: no {recipe.lock_path}"
+        data = json.loads(lock)
+        # npm ci refuses a lock that disagrees with the package.json it is installed with
+        assert data["packages"][""]["dependencies"] == json.loads(bundles.node_manifest(recipe))["dependencies"]
+        assert data["packages"][f"node_modules/{recipe.package}"]["version"] == recipe.version
+        # no registry URLs: the lock works with any mirror; every package has its integrity hash
+        entries = [e for path, e in data["packages"].items()
+                   if path and not e.get("link") and not e.get("inBundle")]  # bundled: inside its parent's tarball
+        assert all("resolved" not in e and e["integrity"].startswith("sha512-") for e in entries), name
+        assert f"{recipe.package}@{recipe.version}" in bundles.pinned(recipe, lock)
+        assert recipe.lock("0.0.1") is None  # another version than the locked one installs unpinned
+    for recipe in recipes.values():
+        if recipe.runtime == "python" and recipe.lock_path.is_file():
+            text = recipe.lock_path.read_text()
+            pins = bundles.pinned(recipe, text.encode())
+            assert f"{recipe.package}=={recipe.version}" in pins
+            assert text.count("--hash=sha256:") == len(pins), recipe.name
+
+
+def test_a_bundle_from_another_lock_is_rebuilt(monkeypatch):
+    recipe = bundles.get_recipe("codex")
+    current = bundles.lock_digest(recipe.lock(recipe.version))
+    built = []
+    monkeypatch.setattr(bundles, "_build_bundle", lambda recipe, version, tag, *a: built.append(tag) or tag)
+
+    class Image:
+        id = "sha256:x"
+
+        def __init__(self, label):
+            self.labels = {bundles.LOCK_LABEL: label} if label is not None else {}
+
+    class Client:
+        def __init__(self, label):
+            self.images = types.SimpleNamespace(get=lambda tag: Image(label))
+
+    # None: a bundle built before locks (no label)
+    for label, rebuilt in ((current, False), ("0123456789abcdef", True), (None, True), ("none", True)):
+        built.clear()
+        assert bundles.build_bundle("codex", client=Client(label), progress=lambda line: None) == \
+            "clawswe-bundle/codex:" + recipe.version
+        assert bool(built) == rebuilt, label
+    # a recipe without a lock: a bundle built before locks is as good as a new one
+    monkeypatch.setattr(bundles.Recipe, "lock", lambda self, version: None)
+    built.clear()
+    bundles.build_bundle("codex", client=Client(None), progress=lambda line: None)
+    assert built == []
 
 
 def test_cli_reports_user_errors():

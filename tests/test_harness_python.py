@@ -15,6 +15,7 @@ import pytest
 
 from pytest_clawswe.gateway.ledger import read_records, usage_of
 from pytest_clawswe.harness import HarnessError
+from pytest_clawswe.harnesses.hermes import HermesHarness
 
 FAKE_KEY = "sk-or-REAL-KEY-MUST-NOT-LEAK"
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -27,6 +28,18 @@ SESSION_FILES = {
     "generic": ["generic/temp/model_responses_*.txt", "generic/mykey.py"],
 }
 NANOBOT_TEMPLATES = ("AGENTS.md", "SOUL.md", "USER.md", "HEARTBEAT.md", "memory", "prompts", ".nanobot")
+LIST_PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
+
+
+class ProcessListingHermes(HermesHarness):
+    """hermes, plus the processes left in the container when the session is backed up (after a budget cut)."""
+
+    name = "hermes"
+
+    def backup_session(self, ctx, dest: Path) -> None:
+        super().backup_session(ctx, dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "processes.txt").write_text(ctx.workspace.exec(["sh", "-c", LIST_PROCESSES]).stdout)
 
 
 # ---------------------------------------------------------------------------------------- fast tests
@@ -193,9 +206,13 @@ def test_a_timeout_kills_the_harness_inside_the_container(pytester, docker_clien
     python = [i for i in two_groups if i.language == "Python"]
     run_dir = tmp_path / "timeout"
     # hermes needs several seconds just to import: a 2 s budget always ends in the middle of it
-    result = _run(pytester, "hermes", "scripted/gold", python, run_dir, "--budget", "2")
+    spec = f"{Path(__file__).resolve()}:ProcessListingHermes"
+    result = _run(pytester, spec, "scripted/gold", python, run_dir, "--budget", "2")
     meta = json.loads((run_dir / "instances" / python[0].instance_id / "metadata.json").read_text())
     # on a quick machine hermes may have applied the fix before the kill: what it wrote is graded either way
     result.assert_outcomes(**({"passed": 1} if meta["resolved"] else {"failed": 1}))
     assert meta["finish_reason"] == "timeout" and meta["outcome"] in ("resolved", "unresolved")
     assert meta["timings"]["agent"] < 30
+    # nothing of the bundle (hermes, its Python) runs on in the container after the cut
+    processes = (run_dir / "instances" / python[0].instance_id / "session" / "processes.txt").read_text()
+    assert processes.strip() and "/opt/clawswe/" not in processes and "hermes" not in processes, processes

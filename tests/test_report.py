@@ -16,7 +16,6 @@ from pytest_clawswe.report import published
 from pytest_clawswe.report.columns import columns_from_runs, load_runs, pareto_front
 from pytest_clawswe.report.plots import points_from_columns
 from pytest_clawswe.results import InstanceResult, Usage, instance_dir, write_atomic
-from pytest_clawswe.stats import compare_paired
 
 LANGS = ["Go", "Rust", "Python"]
 
@@ -148,14 +147,42 @@ def test_paired_comparison_in_report(tmp_path, two_runs):
     out = tmp_path / "report"
     report_cli(*map(str, two_runs), "--out", str(out), "--compare", str(two_runs[0]), str(two_runs[1]))
     (row,) = read_csv(out / "comparisons.csv")
-    a, b = ({m["instance_id"]: m["outcome"] == "resolved" for m in metadata(d)} for d in two_runs)
-    expected = compare_paired(a, b)
-    assert int(row["Common"]) == expected.n == 6
+    # worked by hand: A resolves instances 0-3, B resolves 0 and 2, of 6 common ones:
+    # both 2, only A 2 (1 and 3), only B 0, neither 2. Diff = (4 - 2) / 6 = 33.3 pp; McNemar exact two-sided
+    # on 2 discordant pairs, all one way: 2 * 0.5**2 = 0.5. The Newcombe interval (method 10): Wilson 95%
+    # intervals of 4/6 = [0.3000, 0.9032] and 2/6 = [0.0968, 0.7000]; phi = (2*2 - 2*0 - 6/2) / sqrt(4*2*2*4)
+    # = 1/8; lower = 1/3 - sqrt(0.3667**2 * (2 - 2/8)) = -0.1517, upper = 1/3 + sqrt(0.2365**2 * (2 - 2/8))
+    # = 0.6462.
+    assert int(row["Common"]) == 6
     assert (int(row["Only A"]), int(row["Only B"])) == (2, 0)
-    assert float(row["Diff (pp)"]) == pytest.approx(100 * expected.diff)
-    assert float(row["McNemar p"]) == pytest.approx(expected.p_value)
-    assert float(row["95% CI low (pp)"]) < 0 < float(row["95% CI high (pp)"])
+    assert float(row["Diff (pp)"]) == pytest.approx(33.3, abs=0.05)
+    assert float(row["McNemar p"]) == pytest.approx(0.5, abs=1e-3)
+    assert float(row["95% CI low (pp)"]) == pytest.approx(-15.17, abs=0.05)
+    assert float(row["95% CI high (pp)"]) == pytest.approx(64.62, abs=0.05)
     assert row["Verdict"] == "no evidence of a difference"
+
+
+AGENT_TEXT = '<script>alert("x")</script>'
+
+
+def test_agent_controlled_text_is_escaped_in_the_html(tmp_path):
+    """Instance ids, errors, models and languages end up on the page; none of them may become markup."""
+    run_dir = tmp_path / "evil"
+    write_atomic(run_dir / "run.json", json.dumps({"run_id": "evil", "harness": "openclaw",
+                                                   "model": "x" + AGENT_TEXT, "dataset": "demo"}))
+    iid = 'demo__<img src=x onerror="alert(1)">'
+    r = InstanceResult(instance_id=iid, run_id="evil", harness="openclaw", model="x" + AGENT_TEXT,
+                       language=AGENT_TEXT, outcome="error", resolved=None, finish_reason=AGENT_TEXT,
+                       error="harness failed: " + AGENT_TEXT, cost_usd=0.0)
+    write_atomic(instance_dir(run_dir, iid) / "metadata.json", json.dumps(r.to_json()))
+    write_atomic(instance_dir(run_dir, iid) / "patch.diff", "")
+    out = tmp_path / "report"
+    report_cli(str(run_dir), "--out", str(out))
+    page = (out / "index.html").read_text()
+    assert "<script" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
+    assert "demo__&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
+    assert "<style>" in page and '"Segoe UI"' in page  # our own CSS stays as written
 
 
 def test_repeats_give_mean_spread_and_pass_at_k(tmp_path):

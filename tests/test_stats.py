@@ -1,3 +1,4 @@
+import math
 import random
 from itertools import combinations
 
@@ -63,6 +64,27 @@ def test_a_clear_difference_is_significant_and_a_small_one_is_not():
     # the same Pass@1 gap with almost no churn is a real difference
     tight = compare_paired(a, {i: i < 249 for i in range(n)})
     assert tight.diff == small.diff and tight.significant()
+
+
+def test_newcombe_paired_interval_matches_published_worked_examples():
+    # Newcombe (1998), Statistics in Medicine 17:2635-2650, Table II example (a): 36 pairs positive on both,
+    # 12 on the first only, 2 on the second only, 0 on neither; method 10 gives 0.0569 to 0.3404.
+    low, high = paired_ci(both=36, only_a=12, only_b=2, neither=0)
+    assert (round(low, 4), round(high, 4)) == (0.0569, 0.3404)
+    # Fagerland, Lydersen & Laake, Statistical Analysis of Contingency Tables (2017), ch. 8, complete response
+    # before/after consolidation therapy (Cavo et al. 2012), table [[59, 6], [16, 80]]: the Newcombe
+    # square-and-add interval for the difference, -0.0621 (-0.1186 to -0.0046).
+    low, high = paired_ci(both=59, only_a=6, only_b=16, neither=80)
+    assert (round(low, 4), round(high, 4)) == (-0.1186, -0.0046)
+
+
+def test_newcombe_continuity_correction_of_phi():
+    # Worked by hand for 3, 1, 1, 3 (n = 8): both*neither - only_a*only_b = 8 > n/2, so the corrected
+    # numerator is 8 - 4 and phi = 4 / sqrt(4*4*4*4) = 0.25 (uncorrected it would be 0.5).
+    low, high = paired_ci(both=3, only_a=1, only_b=1, neither=3)
+    # Wilson 95% for 4/8: [0.2152, 0.7848]; distance 0.2848 each side
+    half = math.sqrt(2 * 0.2848**2 - 2 * 0.25 * 0.2848**2)
+    assert low == pytest.approx(-half, abs=2e-4) and high == pytest.approx(half, abs=2e-4)
 
 
 def test_interval_is_narrower_when_runs_agree_more():

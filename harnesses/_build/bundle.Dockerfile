@@ -17,7 +17,8 @@ RUN sh /clawswe/bundle/install-${RUNTIME}.sh
 FROM scratch
 ARG BUNDLE_DIR
 ARG BUNDLE_LABEL
+ARG LOCK_DIGEST=none
 COPY --from=build ${BUNDLE_DIR} ${BUNDLE_DIR}
-LABEL clawswe.bundle=${BUNDLE_LABEL} clawswe.bundle.path=${BUNDLE_DIR}
+LABEL clawswe.bundle=${BUNDLE_LABEL} clawswe.bundle.path=${BUNDLE_DIR} clawswe.bundle.lock=${LOCK_DIGEST}
 # Never run; `docker create` only needs a command to exist.
 CMD ["/bundle-is-data-only"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from markupsafe import Markup
+
 from ..paths import PUBLISHED_RESULTS
 from ..prices import PriceBook, PriceFileError
 from ..results import write_atomic
@@ -55,9 +57,9 @@ def build_report(runs: list[Run], out: Path, compare: tuple[Run, Run] | None = N
     sections = [
         ("Runs", html.runs_html(runs, out)),
         ("Main table", html.table_html(main) + html.files_html(written["main"], out)
-         + '<p class="note">Pass@1 = resolved / all instances of the run (errors count as not resolved). '
-           "Cache hit = cache read / (input + cache read). Cost is unknown if any instance's model has no "
-           "price.</p>"),
+         + html.note("Pass@1 = resolved / all instances of the run (errors count as not resolved). "
+                     "Cache hit = cache read / (input + cache read). Cost is unknown if any instance's model "
+                     "has no price.")),
         ("Pass@1 vs cost", html.figure_html(written["pareto"], out, pareto_caption)),
         ("Per language", html.table_html(langs, tables.language_header(columns))
          + html.files_html(written["languages"], out)
@@ -65,15 +67,17 @@ def build_report(runs: list[Run], out: Path, compare: tuple[Run, Run] | None = N
     ]
     if comparisons is not None:
         sections.append(("Paired comparisons", html.table_html(comparisons) + html.files_html(
-            written["comparisons"], out) + f'<p class="note">On the instances both runs contain: the difference '
-            f"of Pass@1 with a {level} Newcombe paired interval, and the exact McNemar test on the instances "
-            "only one of the two resolved, which gives the verdict. On a handful of instances the two can "
-            "disagree; a single run a few points ahead is rarely evidence of a better configuration.</p>"))
+            written["comparisons"], out) + html.note(
+            f"On the instances both runs contain: the difference of Pass@1 with a {level} Newcombe paired "
+            "interval, and the exact McNemar test on the instances only one of the two resolved, which gives the "
+            "verdict. On a handful of instances the two can disagree; a single run a few points ahead is rarely "
+            "evidence of a better configuration.")))
     if not repeats.empty:
         sections.append(("Repeats", html.table_html(repeats) + html.files_html(written["repeats"], out)))
     if len(runs) > 1:
         sections.append(("Instances across runs", html.matrix_html(runs)))
-    sections.append(("Instances", "".join(html.instances_html(run, i, out, runs) for i, run in enumerate(runs))))
+    sections.append(("Instances", Markup("").join(html.instances_html(run, i, out, runs)
+                                                  for i, run in enumerate(runs))))
     index = out / "index.html"
     write_atomic(index, html.page("Claw-SWE-Bench report", sections, f"{len(runs)} run(s)."))
     written["html"] = [index]
@@ -98,7 +102,7 @@ def build_published_report(out: Path, source: Path = PUBLISHED_RESULTS) -> dict[
         written[figure] = plots.pareto_plot(points, out / figure, f"{title}: Pass@1 vs total cost", unplotted)
         written[f"{name}_language_chart"] = plots.language_chart(
             columns, out / f"{name}_per_language", f"{title}: Pass@1 per language (%)")
-        notes = "".join(f'<p class="note">† {c.model}: {c.note}</p>' for c in columns if c.note)
+        notes = Markup("").join(html.note(f"† {c.model}: {c.note}") for c in columns if c.note)
         caption = f"{title}: Pass@1 against total cost. Pareto frontier: {_frontier_text(points)}"
         sections += [
             (title, html.table_html(main) + notes + html.files_html(written[name], out)
@@ -143,9 +147,10 @@ def run_report(args: argparse.Namespace) -> int:
     compare = None
     if args.compare:
         by_path = {run.path: run for run in runs}
-        compare = tuple(by_path.get(Path(p).resolve()) for p in args.compare)
-        if None in compare:
+        first, second = (by_path.get(Path(p).resolve()) for p in args.compare)
+        if first is None or second is None:
             raise UserError("--compare takes two run directories (each with its own instances/ folder)")
+        compare = (first, second)
     written = build_report(runs, out, compare, args.confidence)
     print(written["main"][1].read_text())
     if "comparisons" in written:

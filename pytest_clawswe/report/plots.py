@@ -93,7 +93,7 @@ def _usd_tick(value: float, _pos) -> str:
     return f"${value:.2g}"
 
 
-def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str] = ()) -> list[Path]:
+def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str] | tuple[str, ...] = ()) -> list[Path]:
     """Pass@1 (y) against total cost (log x), the frontier drawn as a step line, every point labelled."""
     if not points:  # say so, rather than draw empty axes that look like a bug
         fig, ax = plt.subplots(figsize=(9, 2.5))
