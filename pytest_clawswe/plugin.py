@@ -28,6 +28,7 @@ RUN_KEY = pytest.StashKey["RunConfig"]()
 ITEMS_KEY = pytest.StashKey["list"]()
 # Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
 SETUP_ALLOWANCE_S = 1200
+DEFAULT_WORKERS = 3  # the paper ran 3 instances at once; -n N (also -n 0 / -n 1) wins
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,8 +60,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--network", choices=("locked", "open"), default="locked",
                 help="locked (default): agents reach the model gateway and nothing else; open: the Docker "
                      "default network, e.g. for harnesses that must install something")
+    g.addoption("--retries", type=int, default=0, metavar="N",
+                help="re-run an attempt that ends in a harness error up to N times, within the same budget "
+                     "(default: 0, as the released code)")
+    g.addoption("--no-purge", action="store_true",
+                help="ABLATION (paper §5.3): keep the image's future commits; results are not comparable")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config, parser, args: list[str]) -> None:
+    """Benchmark mode runs DEFAULT_WORKERS xdist workers unless -n (or --dist) says otherwise."""
+    import os
+
+    ns = early_config.known_args_namespace
+    if not getattr(ns, "harness", None) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if not early_config.pluginmanager.hasplugin("xdist") or getattr(ns, "collectonly", False):
+        return
+    if getattr(ns, "numprocesses", None) is not None or getattr(ns, "dist", "no") != "no" or getattr(ns, "usepdb", False):
+        return
+    args[:] = [*args, "-n", str(DEFAULT_WORKERS)]
 
 
 def _benchmark_mode(config: pytest.Config) -> bool:
@@ -117,7 +137,8 @@ def _run_config(config: pytest.Config) -> RunConfig:
                      pids_limit=config.getoption("pids_limit") or None,
                      disk_limit=disk_limit,
                      dataset_revision=config.getoption("dataset_revision"), harness_options=options,
-                     prices_file=config.getoption("prices"))
+                     prices_file=config.getoption("prices"), retries=max(0, config.getoption("retries")),
+                     purge=not config.getoption("no_purge"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -258,6 +279,9 @@ class BenchmarkSession:
         tr = terminalreporter
         tr.write_sep("=", "clawswe summary")
         tr.write_line(f"run dir: {self.cfg.run_dir}")
+        if not self.cfg.purge:
+            tr.write_line("ABLATION --no-purge: future commits were kept in /testbed; not comparable to the paper",
+                          red=True, bold=True)
         from .summary import terminal_lines
 
         for line in terminal_lines(json.loads(summary_file.read_text())):
@@ -311,6 +335,10 @@ def _write_run_info(config: pytest.Config, cfg: RunConfig) -> None:
         "budget_s": cfg.budget_s, "eval_timeout_s": cfg.eval_timeout_s,
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit,
         "dataset_revision": cfg.dataset_revision, "harness_options": cfg.harness_options,
+        # every adapter option with its effective value, defaults included (Harness.resolved_options)
+        "harness_settings": get_harness_class(cfg.harness_spec)(cfg.model, cfg.harness_options).resolved_options(),
+        "retries": cfg.retries, "purge": cfg.purge,
+        "ablation": None if cfg.purge else "no-purge (paper §5.3): future commits kept; not comparable",
     })
     info.setdefault("started_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     info.setdefault("invocations", []).append(" ".join(shlex.quote(a) for a in sys.argv))
@@ -397,13 +425,7 @@ class InstanceItem(pytest.Item):
             self.result, self.reused = previous, True
             return
         self.reused = False
-        try:
-            self.result = runner.run(self.instance)
-        except InfraError as exc:
-            if not exc.retryable:
-                raise
-            _progress(f"{self.instance.instance_id}: {exc}; retrying once from scratch")
-            self.result = runner.run(self.instance)
+        self.result = runner.run(self.instance)  # retries (harness and infrastructure): runner.py's policy
 
     def runtest(self) -> None:
         from .summary import instance_properties
