@@ -203,6 +203,16 @@ def available() -> dict[str, object]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def options_lines(name: str) -> list[str]:
+    """`  key=default  (type) help` per option of an installed adapter, for `clawswe harness list`."""
+    try:
+        cls = get_harness_class(name)
+    except HarnessError:
+        return []
+    return [f"    {key}={'' if default is None else default}  ({kind}) {help_}".rstrip()
+            for key, kind, default, help_ in cls.Options.describe()]
+
+
 def _load_by_path(spec: str) -> object:
     """`pkg.module:Class` or `path/to/file.py:Class`: a harness that is not installed as a package."""
     import importlib
