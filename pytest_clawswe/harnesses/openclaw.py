@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gateway.client import openai_base_url
-from ..harness import AgentRun, TaskContext
+from ..harness import AgentRun, HarnessError, TaskContext
 from ._bundled import BundledHarness, BundledOptions
 from ._node_common import num, parse_json
 
@@ -50,6 +50,12 @@ class OpenClawOptions(BundledOptions):
     reasoning: bool = field(default=False, metadata={"help": "declare the model as a reasoning model"})
     bootstrap: bool = field(default=True, metadata={
         "help": "OpenClaw writes its bootstrap files into the agent workspace (released: true)"})
+    workspace: str = field(default="per-instance", metadata={
+        "help": "the agent's workspace: per-instance (released: its own folder) or workdir (the task's folder)"})
+
+    def __post_init__(self):
+        if self.workspace not in ("per-instance", "workdir"):
+            raise HarnessError(f"--harness-option workspace={self.workspace}: use per-instance or workdir")
 
 
 class OpenClawHarness(BundledHarness):
@@ -73,6 +79,8 @@ class OpenClawHarness(BundledHarness):
         return re.sub(r"[^a-z0-9_-]+", "-", f"swe-{ctx.instance_id}".lower())[:64]
 
     def agent_workspace(self, ctx: TaskContext) -> str:
+        if self.opts.workspace == "workdir":
+            return ctx.workdir
         return f"{WORKSPACE_ROOT}/{self.agent_id(ctx)}"
 
     def config(self, ctx: TaskContext) -> dict:
@@ -105,8 +113,9 @@ class OpenClawHarness(BundledHarness):
 
     def create_agent(self, ctx: TaskContext) -> None:
         super().create_agent(ctx)
-        ctx.workspace.exec(["rm", "-rf", self.agent_workspace(ctx)])
-        ctx.workspace.exec(["mkdir", "-p", self.agent_workspace(ctx)], check=True)
+        if self.opts.workspace == "per-instance":
+            ctx.workspace.exec(["rm", "-rf", self.agent_workspace(ctx)])
+            ctx.workspace.exec(["mkdir", "-p", self.agent_workspace(ctx)], check=True)
 
     def env(self, ctx: TaskContext) -> dict[str, str]:
         return {"OPENCLAW_STATE_DIR": self.state_dir, "OPENCLAW_CONFIG_PATH": self.config_path,
@@ -130,12 +139,14 @@ class OpenClawHarness(BundledHarness):
     def backup_session(self, ctx: TaskContext, dest: Path) -> None:
         # the state dir holds no token (the config names an environment variable); sqlite files included
         super().backup_session(ctx, dest)
-        ctx.workspace.copy_out(self.agent_workspace(ctx), dest / self.name)
+        if self.opts.workspace == "per-instance":  # the bootstrap files and anything else it put there
+            ctx.workspace.copy_out(self.agent_workspace(ctx), dest / self.name)
         export_transcripts(dest / self.name / "state", dest / "transcript.jsonl")
 
     def delete_agent(self, ctx: TaskContext) -> None:
         super().delete_agent(ctx)
-        ctx.workspace.exec(["rm", "-rf", self.agent_workspace(ctx)])
+        if self.opts.workspace == "per-instance":
+            ctx.workspace.exec(["rm", "-rf", self.agent_workspace(ctx)])
 
 
 def failure(data: dict | None) -> str:
