@@ -39,6 +39,16 @@ class Run:
         return {r.instance_id: r.outcome == RESOLVED for r in self.results}
 
 
+class PublishedCost(float):
+    """A published cost that prints with the decimals the paper gives ($85.84 from its prose, $1,399.1 from
+    its table), never padded or rounded to another precision."""
+
+    def __new__(cls, value: float, decimals: int):
+        obj = super().__new__(cls, value)
+        obj.decimals = decimals
+        return obj
+
+
 @dataclass
 class Column:
     """One row of the main table: a harness × model configuration (one run of it, for runs)."""
