@@ -54,7 +54,9 @@ def build_report(runs: list[Run], out: Path, compare: tuple[Run, Run] | None = N
     level = f"{100 * confidence:g}%"
     sections = [
         ("Runs", html.runs_html(runs, out)),
-        ("Main table", html.table_html(main) + html.files_html(written["main"], out)
+        ("Main table", html.table_html(main)
+         + "".join(f'<p class="note">† {html.escape(c.label)}: {html.escape(c.note)}</p>' for c in columns if c.note)
+         + html.files_html(written["main"], out)
          + '<p class="note">Pass@1 = resolved / all instances of the run (errors count as not resolved). '
            "Cache hit = cache read / (input + cache read). Cost is unknown if any instance's model has no "
            "price.</p>"),

@@ -141,8 +141,22 @@ def column_from_run(run: Run) -> Column:
         apply_failed=s["apply_failed"],
         errors=s["errors"],
         per_language={lang: (v["resolved"], v["instances"]) for lang, v in s["per_language"].items()},
+        note=protocol_note(run.info),
         run=run,
     )
+
+
+def protocol_note(info: dict) -> str:
+    """How a run left the paper's protocol (run.json): the --no-purge ablation, --retries, harness options a
+    user set. "" when it ran as the paper did."""
+    parts = []
+    if info.get("purge") is False:
+        parts.append("ABLATION --no-purge: future commits kept, not comparable with the paper")
+    if info.get("retries"):
+        parts.append(f"--retries {info['retries']} (the paper: one attempt)")
+    if info.get("harness_options"):
+        parts.append("harness options " + ", ".join(f"{k}={v}" for k, v in sorted(info["harness_options"].items())))
+    return "; ".join(parts)
 
 
 def columns_from_runs(runs: list[Run]) -> list[Column]:
