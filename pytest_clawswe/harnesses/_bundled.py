@@ -78,6 +78,8 @@ class BundledOptions(HarnessOptions):
     version: str | None = field(default=None, metadata={"help": "bundle version (default: the recipe's)"})
     model_name: str | None = field(default=None, metadata={
         "help": "model id the harness sends to the gateway (default: --model)"})
+    grace: float | None = field(default=None, metadata={
+        "help": "seconds the wrapper waits past the budget before it kills the harness (default: the released value)"})
 
 
 class BundledHarness(Harness):
@@ -97,12 +99,14 @@ class BundledHarness(Harness):
         self.version = self.opts.version or self.default_version(get_recipe(self.bundle_name))
         self.home = bundle_path(self.bundle_name, self.version)  # the bundle's tree in the container
         self.data_container = ""
+        if self.opts.grace is not None:
+            self.grace_s = max(0.0, self.opts.grace)
 
     def default_version(self, recipe) -> str:
         return recipe.version
 
     def resolved_options(self) -> dict:
-        return {**super().resolved_options(), "version": self.version}
+        return {**super().resolved_options(), "version": self.version, "grace": self.grace_s}
 
     def setup(self, client, run_id: str) -> None:
         self.data_container = ensure_bundle_container(client, self.bundle_name, self.version)
