@@ -498,6 +498,8 @@ def _cli_lock(args) -> int:
 
 
 def _cli_list(args) -> int:
+    from .harness import options_lines
+
     try:
         client = _docker()
     except UserError:
@@ -505,4 +507,5 @@ def _cli_list(args) -> int:
     for recipe in load_recipes().values():
         built = ", ".join(built_versions(client, recipe.name)) if client else "?"
         print(f"{recipe.name:16} {recipe.runtime:7} {recipe.package}@{recipe.version or '(--binary)'}  built: {built or '-'}")
+        print("\n".join(options_lines(recipe.name)) or "    (no options)")
     return 0

@@ -13,11 +13,15 @@ group `clawswe.harnesses`; no fork needed.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
+import types
+import typing
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import HarnessError
 from .paths import PROMPTS_DIR
@@ -55,6 +59,80 @@ class AgentRun:
     message: str = ""  # why it errored, in a sentence
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+@dataclass
+class HarnessOptions:
+    """An adapter's typed options (`--harness-option KEY=VALUE`). Subclasses add dataclass fields with a
+    default and `metadata={"help": ...}`; str, int, float, bool and `X | None` fields are parsed from the
+    command line's strings. Unknown keys and bad values are one HarnessError, raised at configure time."""
+
+    @classmethod
+    def fields(cls) -> dict[str, tuple[dataclasses.Field, Any]]:
+        hints = typing.get_type_hints(cls)
+        return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def parse(cls, raw: dict | None, harness: str = "") -> "HarnessOptions":
+        known = cls.fields()
+        values = {}
+        for key, value in (raw or {}).items():
+            if key not in known:
+                names = ", ".join(sorted(known)) or "none"
+                raise HarnessError(f"harness {harness!r} has no option {key!r} (its options: {names}; "
+                                   "see `clawswe harness list`)")
+            values[key] = _convert(key, value, known[key][1], harness)
+        return cls(**values)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, str, Any, str]]:
+        """(name, type, default, help) per option, for `clawswe harness list`."""
+        rows = []
+        for name, (f, hint) in cls.fields().items():
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            rows.append((name, _type_name(hint), default, f.metadata.get("help", "")))
+        return rows
+
+
+def _type_name(hint) -> str:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return _type_name(args[0]) if len(args) == 1 else str(hint)
+    return getattr(hint, "__name__", str(hint))
+
+
+def _convert(key: str, value, hint, harness: str):
+    optional = type(None) in typing.get_args(hint)
+    base = next((a for a in typing.get_args(hint) if a is not type(None)), hint) if optional else hint
+    if value is None or (optional and isinstance(value, str) and value.lower() in ("", "none")):
+        if optional:
+            return None
+    elif isinstance(value, base) and not (base is int and isinstance(value, bool)):
+        return value
+    elif isinstance(value, str):
+        text = value.strip()
+        if base is bool and text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+        try:
+            if base is int:
+                return int(text)
+            if base is float:
+                return float(text)
+            if base is str:
+                return value
+        except ValueError:
+            pass
+    elif base is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    want = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
+    raise HarnessError(f"--harness-option {key}={value}: {harness or 'the harness'} expects "
+                       f"{want.get(_type_name(base), _type_name(base))}{' or none' if optional else ''}")
+
+
 class Harness:
     """Base adapter: override what your harness needs. Instances are created once per worker process."""
 
@@ -64,16 +142,23 @@ class Harness:
     # the artifacts and removed before the patch is collected (only when git does not track them).
     workspace_artifacts: tuple[str, ...] = ()
     needs_model = True  # False for adapters that call no model (oracle, nop)
+    Options: type[HarnessOptions] = HarnessOptions  # the adapter's typed options
+    # Seconds the wrapper waits past the budget before it kills the harness, so the harness's own timeout
+    # (set to the budget) fires first; the released code's values (+60 openclaw, +120 hermes/nanobot/zeroclaw).
+    grace_s: float = 0.0
 
     def __init__(self, model: str = "", options: dict | None = None):
         self.model = model
-        self.options = options or {}
+        self.options = dict(options or {})  # as given (strings from the command line)
+        self.opts = self.Options.parse(self.options, self.name)  # typed, validated: unknown keys fail here
+
+    def resolved_options(self) -> dict:
+        """Every option with its effective value (defaults included): what run.json records."""
+        return self.opts.as_dict()
 
     def prompt(self, row: dict) -> str:
         template = (PROMPTS_DIR / self.prompt_template).read_text()
-        # str.replace, not str.format: problem statements are full of braces
-        return (template.replace("{problem_statement}", row["problem_statement"])
-                .replace("{base_commit}", row["base_commit"]))
+        return render_prompt(template, row)
 
     def setup(self, client, run_id: str) -> None:
         """Once per process, before the first item: the place to create shared Docker objects."""
@@ -98,10 +183,31 @@ class Harness:
         pass
 
 
+_PLACEHOLDER = re.compile(r"\{(problem_statement|base_commit)\}")
+
+
+def render_prompt(template: str, row: dict) -> str:
+    """Substitute both placeholders in ONE pass over the template, like the released str.format: text that
+    arrives with the problem statement (even a literal `{base_commit}`) is never substituted again. Not
+    str.format itself: it would need every other brace of a template doubled."""
+    values = {"problem_statement": row["problem_statement"], "base_commit": row.get("base_commit", "")}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
 @functools.lru_cache(maxsize=None)
 def available() -> dict[str, object]:
     """name -> entry point, for every installed adapter."""
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def options_lines(name: str) -> list[str]:
+    """`  key=default  (type) help` per option of an installed adapter, for `clawswe harness list`."""
+    try:
+        cls = get_harness_class(name)
+    except HarnessError:
+        return []
+    return [f"    {key}={'' if default is None else default}  ({kind}) {help_}".rstrip()
+            for key, kind, default, help_ in cls.Options.describe()]
 
 
 def _load_by_path(spec: str) -> object:

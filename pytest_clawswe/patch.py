@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .workspace import InfraError, Workspace
 
-# Files whose changes are environment churn, not a fix (the paper's list).
+# Files whose changes are environment churn, not a fix (the released list, SETUP_FILES_TO_REMOVE).
 DROPPED_FILES = frozenset({
     "pyproject.toml", "tox.ini", "setup.py", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
     "Cargo.lock", "poetry.lock", "Gemfile.lock", "composer.lock", "Pipfile.lock", "go.sum",
@@ -56,10 +56,17 @@ def section_path(section: str) -> str:
     return (m.group(2) or m.group(1)) if m else first[len("diff --git "):]
 
 
+def is_dropped_file(header: str) -> bool:
+    """The released rule, kept as is: `a/<name>` or `b/<name>` anywhere in the `diff --git` line. So top-level
+    files match and nested ones do not (`src/pkg/setup.py` is kept), except under a folder whose name ends in
+    a or b (`lib/setup.py`, `data/go.sum`); names that start with a listed one match too (`setup.pyi`,
+    `go.sum.orig`). Written down in docs/fidelity.md; a patch graded here is cut exactly as the paper's was."""
+    return any(f"a/{name}" in header or f"b/{name}" in header for name in DROPPED_FILES)
+
+
 def drop_reason(section: str) -> str | None:
-    path = section_path(section)
     first = section.split("\n", 1)[0]
-    if path.rsplit("/", 1)[-1] in DROPPED_FILES:
+    if is_dropped_file(first):
         return "lockfile or build manifest"
     # git quotes paths with bytes outside ASCII ("\303\251"); either form means a non-ASCII name
     if '"' in first or not first.isascii():

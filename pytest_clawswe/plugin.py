@@ -11,6 +11,8 @@ import pytest
 from .instances import LANGUAGE_MARKERS, UNKNOWN_MARKER
 from .session import configure
 
+DEFAULT_WORKERS = 3  # the paper ran 3 instances at once; -n N (also -n 0 / -n 1) wins
+
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Declare the hooks other plugins may implement (hookspecs.py)."""
@@ -50,8 +52,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--network", choices=("locked", "open"), default="locked",
                 help="locked (default): agents reach the model gateway and nothing else; open: the Docker "
                      "default network, e.g. for harnesses that must install something")
+    g.addoption("--retries", type=int, default=0, metavar="N",
+                help="re-run an attempt that ends in a harness error up to N times, within the same budget "
+                     "(default: 0, as the released code)")
+    g.addoption("--no-purge", action="store_true",
+                help="ABLATION (paper §5.3): keep the image's future commits; results are not comparable")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config, parser, args: list[str]) -> None:
+    """Benchmark mode runs DEFAULT_WORKERS xdist workers unless -n (or --dist) says otherwise."""
+    import os
+
+    ns = early_config.known_args_namespace
+    if not getattr(ns, "harness", None) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if not early_config.pluginmanager.hasplugin("xdist") or getattr(ns, "collectonly", False):
+        return
+    if getattr(ns, "numprocesses", None) is not None or getattr(ns, "dist", "no") != "no" or getattr(ns, "usepdb", False):
+        return
+    args[:] = [*args, "-n", str(DEFAULT_WORKERS)]
 
 
 def pytest_configure(config: pytest.Config) -> None:

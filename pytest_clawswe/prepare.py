@@ -83,6 +83,9 @@ git prune --expire=now
 git reflog expire --expire=now --all 2>/dev/null || true
 """
 
+# The paper's §5.3 ablation (--no-purge): the reset alone; the image's later history stays in the repository.
+RESET_ONLY_SCRIPT = PREPARE_SCRIPT[:PREPARE_SCRIPT.index("# Every ref but")]
+
 # Prints base's ancestry, then every commit and tag object the store holds, then the refs' targets.
 CHECK_SCRIPT = r"""
 set -eu
@@ -127,42 +130,45 @@ def check_purged(ws: Workspace, base_commit: str) -> None:
         raise InfraError(f"/testbed HEAD is {sections['head']} instead of base commit {base}")
 
 
-def _prepared_tag(client: docker.DockerClient, image: str, base_commit: str, gitignore: bool) -> str:
+def _prepared_tag(client: docker.DockerClient, image: str, base_commit: str, gitignore: bool,
+                  purge: bool = True) -> str:
     source_id = client.images.get(image).id
     # the scripts are part of the key: a changed preparation never reuses an image made by the old one
-    recipe = f"{PREP_VERSION}|{PREPARE_SCRIPT}|{source_id}|{base_commit}|{gitignore}"
+    recipe = f"{PREP_VERSION}|{PREPARE_SCRIPT if purge else RESET_ONLY_SCRIPT}|{source_id}|{base_commit}|{gitignore}"
     key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
     name = image.rsplit(":", 1)[0].split("/")[-1].lower()
     return f"{PREPARED_REPO}/{name}:{key}"
 
 
-def prepare(ws: Workspace, base_commit: str, gitignore: bool) -> None:
-    """Run the preparation in a started workspace, then prove it."""
-    result = ws.exec(["sh", "-c", PREPARE_SCRIPT, "sh", base_commit])
+def prepare(ws: Workspace, base_commit: str, gitignore: bool, purge: bool = True) -> None:
+    """Run the preparation in a started workspace, then prove it (purge=False: the ablation, reset only)."""
+    result = ws.exec(["sh", "-c", PREPARE_SCRIPT if purge else RESET_ONLY_SCRIPT, "sh", base_commit])
     if result.exit_code != 0:
         raise InfraError(f"preparing /testbed at {base_commit} failed: {result.output.strip()[-800:]}")
     if gitignore:
         ws.write_file(GITIGNORE_PATH, GLOBAL_GITIGNORE)
         ws.exec(["git", "config", "--system", "core.excludesFile", GITIGNORE_PATH], check=True)
-    check_purged(ws, base_commit)
+    if purge:
+        check_purged(ws, base_commit)
 
 
 def prepared_image(client: docker.DockerClient, image: str, base_commit: str, gitignore: bool,
-                   labels: dict[str, str], progress=print) -> tuple[str, float]:
+                   labels: dict[str, str], progress=print, purge: bool = True) -> tuple[str, float]:
     """The derived image with /testbed prepared; built once per (image, base, settings).
 
     Returns the tag and the seconds spent preparing now (0 when it was cached).
     """
-    tag = _prepared_tag(client, image, base_commit, gitignore)
+    tag = _prepared_tag(client, image, base_commit, gitignore, purge)
     try:
         client.images.get(tag)
         return tag, 0.0
     except docker.errors.ImageNotFound:
         pass
     start = time.monotonic()
-    progress(f"preparing {image} once (reset, future-commit purge); later runs reuse {tag}")
+    what = "reset, future-commit purge" if purge else "reset only: the --no-purge ablation"
+    progress(f"preparing {image} once ({what}); later runs reuse {tag}")
     with Workspace(client, image, labels={**labels, LABEL_ROLE: "prepare"}, network="none") as ws:
-        prepare(ws, base_commit, gitignore)
+        prepare(ws, base_commit, gitignore, purge)
         repo, _, version = tag.rpartition(":")
         try:
             ws.container.commit(repository=repo, tag=version, conf={

@@ -9,7 +9,7 @@ import errno
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import docker.errors
@@ -20,10 +20,18 @@ from .instances import Instance, load_row
 from .labels import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, owner_label
 from .patch import collect_patch, scrub_artifacts
 from .prepare import check_purged, prepared_image
-from .results import ERROR, METADATA, InstanceResult, instance_dir, write_atomic
+from .results import ERROR, METADATA, InstanceResult, Usage, instance_dir, write_atomic
 from .workspace import DiskWatch, Workspace
 
-RETRIES_ON_HARNESS_ERROR = 1  # the paper's setting
+# The retry policy, all of it (the only place that retries):
+# - a harness error (finish reason "error") is re-run only with --retries N (RunConfig.retries; default 0, as
+#   the released code: its DEFAULT_MAX_RETRIES is never read), in the same container from the prepared tree,
+#   within the same agent budget: a retry gets what the earlier attempts left, never a fresh budget;
+# - whatever the attempts, the last one's patch is collected and graded, an error's too;
+# - an infrastructure error (InfraError, retryable) re-runs the whole item once from scratch.
+# Every attempt's tokens and cost are counted in metadata.json.
+INFRA_RETRIES = 1
+MIN_RETRY_BUDGET_S = 1.0  # a retry with less budget left than this is not started
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
 
 
@@ -54,6 +62,8 @@ class RunConfig:
     prices_file: str | None = None  # extra or overriding model prices (see prices.py)
     prices_sha256: str | None = None  # the prices file's digest: a resume must price alike
     network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
+    retries: int = 0  # re-runs of an attempt that ended in a harness error, within the same budget
+    purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
 
     @property
     def model_label(self) -> str:
@@ -90,6 +100,22 @@ class Runner:
         return None if result.outcome == ERROR else result
 
     def run(self, instance: Instance) -> InstanceResult:
+        """Run one item; an infrastructure error re-runs it once from scratch (the retry policy above), and the
+        failed attempt's usage and cost are added to the final result."""
+        carried: InstanceResult | None = None
+        for infra_attempt in range(1 + INFRA_RETRIES):
+            try:
+                return self._run_once(instance, carried)
+            except InfraError as exc:
+                if not exc.retryable or infra_attempt == INFRA_RETRIES:
+                    raise
+                self.progress(f"{instance.instance_id}: {exc}; retrying once from scratch")
+                carried = self._last_result
+        raise AssertionError("unreachable")
+
+    _last_result: InstanceResult | None = None
+
+    def _run_once(self, instance: Instance, carried: InstanceResult | None = None) -> InstanceResult:
         cfg = self.config
         final_dir = instance_dir(cfg.run_dir, instance.instance_id)
         work = final_dir.with_name(f".{instance.instance_id}.partial")
@@ -102,6 +128,7 @@ class Runner:
         result = InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
                                 model=cfg.model, language=instance.language, repo=instance.repo,
                                 image=instance.image)
+        self._last_result = result
         timings = result.timings
         started = time.monotonic()
         try:
@@ -124,6 +151,8 @@ class Runner:
             raise
         finally:
             timings["total"] = round(time.monotonic() - started, 3)
+            if carried is not None:
+                _add_carried(result, carried)
             self._commit(work, final_dir, result)
         return result
 
@@ -138,7 +167,7 @@ class Runner:
         t = time.monotonic()
         self._ensure_image(instance, row)
         image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
-                                       self.labels, progress=self.progress)
+                                       self.labels, progress=self.progress, purge=cfg.purge)
         timings["prepare_image"] = round(time.monotonic() - t, 3)
 
         if not self._harness_ready:
@@ -152,7 +181,8 @@ class Runner:
         with ws:
             timings["container_start"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
-            check_purged(ws, row["base_commit"])  # proven again on every item, cached image or not
+            if cfg.purge:
+                check_purged(ws, row["base_commit"])  # proven again on every item, cached image or not
             timings["purge_check"] = round(time.monotonic() - t, 3)
 
             ctx = TaskContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
@@ -212,31 +242,67 @@ class Runner:
             raise InfraError(str(exc), retryable=False) from None
 
     def _agent_phase(self, ctx: TaskContext, prompt: str, result: InstanceResult) -> AgentRun:
+        """Attempts until one does not end in a harness error, --retries allows no more, or the budget is
+        spent. Each attempt gets what is left of the agent budget (its harness's wrapper adds grace_s)."""
+        budget, started = ctx.budget_s, time.monotonic()
+        attempts: list[dict] = []
         run = AgentRun("error")  # replaced by the first attempt
-        for attempt in range(1 + RETRIES_ON_HARNESS_ERROR):
+        for attempt in range(1 + max(0, self.config.retries)):
+            left = budget - (time.monotonic() - started)
+            if attempt and left < MIN_RETRY_BUDGET_S:
+                break
             result.attempts = attempt + 1
             if attempt:  # a retry starts from the prepared tree, not from the failed attempt's edits
                 ctx.workspace.exec(f"git reset -q --hard {ctx.row['base_commit']} && git clean -fdq",
                                    workdir=ctx.workdir, check=True)
-            self.harness.create_agent(ctx)
-            run = None
-            try:
-                with DiskWatch(ctx.workspace, self.config.disk_limit) as disk:
-                    run = self.harness.send_task(ctx, prompt)
-                if disk.tripped_at:  # the agent's doing, like a timeout: graded as it stands, not retried
-                    run = AgentRun("disk_limit", run.output, run.exit_code, run.harness_usage,
-                                   message=f"stopped: the agent's container wrote {disk.tripped_at / 2**30:.1f} GiB, "
-                                           f"over the disk limit of {self.config.disk_limit / 2**30:.1f} GiB")
-            finally:
-                if run is None or run.finish_reason in ("timeout", "disk_limit"):
-                    ctx.workspace.kill_all()  # nothing of the agent may outlive its budget
-                try:
-                    self.harness.backup_session(ctx, ctx.artifacts_dir / "session")
-                finally:
-                    self.harness.delete_agent(ctx)
+            ctx.budget_s = left
+            before, t = self._usage_now(ctx), time.monotonic()
+            run = self._attempt(ctx, prompt)
+            attempts.append(self._attempt_record(ctx, attempt + 1, run, left, time.monotonic() - t, before))
             if run.finish_reason != "error":
                 break
+        ctx.budget_s = budget
+        if len(attempts) > 1:  # the harness's own counts summed over the attempts, and each attempt's figures
+            run.harness_usage = _sum_numbers([a["harness_usage"] for a in attempts])
+            run.harness_usage["attempts"] = attempts
         return run
+
+    def _attempt(self, ctx: TaskContext, prompt: str) -> AgentRun:
+        self.harness.create_agent(ctx)
+        run = None
+        try:
+            with DiskWatch(ctx.workspace, self.config.disk_limit) as disk:
+                run = self.harness.send_task(ctx, prompt)
+            if disk.tripped_at:  # the agent's doing, like a timeout: graded as it stands, not retried
+                run = AgentRun("disk_limit", run.output, run.exit_code, run.harness_usage,
+                               message=f"stopped: the agent's container wrote {disk.tripped_at / 2**30:.1f} GiB, "
+                                       f"over the disk limit of {self.config.disk_limit / 2**30:.1f} GiB")
+        finally:
+            if run is None or run.finish_reason in ("timeout", "disk_limit"):
+                ctx.workspace.kill_all()  # nothing of the agent may outlive its budget
+            try:
+                self.harness.backup_session(ctx, ctx.artifacts_dir / "session")
+            finally:
+                self.harness.delete_agent(ctx)
+        return run
+
+    def _usage_now(self, ctx: TaskContext):
+        """The gateway's count for the instance so far (a peek; None without a gateway)."""
+        if self.gateway is None or not ctx.gateway_token:
+            return None
+        return self.gateway.client.usage(ctx.gateway_token)
+
+    def _attempt_record(self, ctx: TaskContext, number: int, run: AgentRun, budget_s: float, seconds: float,
+                        before) -> dict:
+        record = {"attempt": number, "finish_reason": run.finish_reason, "message": run.message,
+                  "budget_s": round(budget_s, 3), "seconds": round(seconds, 3),
+                  "harness_usage": dict(run.harness_usage)}
+        after = self._usage_now(ctx)
+        if after is not None:
+            spent = Usage(*(getattr(after, f.name) - getattr(before, f.name) for f in fields(Usage)))
+            record["usage"] = asdict(spent)
+            record["cost_usd"] = self.prices.cost_usd(spent, self.config.model)
+        return record
 
     def _commit(self, work: Path, final_dir: Path, result: InstanceResult) -> None:
         try:
@@ -255,3 +321,20 @@ class Runner:
             final_dir.rename(old)
         work.rename(final_dir)
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _sum_numbers(dicts: list[dict]) -> dict:
+    total: dict = {}
+    for d in dicts:
+        for key, value in d.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] = total.get(key, 0) + value
+    return total
+
+
+def _add_carried(result: InstanceResult, carried: InstanceResult) -> None:
+    """Count the usage and cost of an item attempt that an infrastructure error ended."""
+    result.usage = result.usage + carried.usage
+    if carried.cost_usd is not None and result.cost_usd is not None:
+        result.cost_usd += carried.cost_usd
+    result.attempts += carried.attempts

@@ -94,6 +94,8 @@ class RunSession:
         self.install_interrupts()
 
     def _write_run_info(self) -> None:
+        from .harness import get_harness_class
+
         cfg, config = self.cfg, self.config
         info_path = cfg.run_dir / "run.json"
         try:
@@ -101,7 +103,12 @@ class RunSession:
                 raise pytest.UsageError(f"--run-dir {cfg.run_dir} is a file; give a folder (it is created)")
             info = load_run_info(cfg.run_dir)
             info.update({"run_id": cfg.run_id, **settings.result_settings(config, cfg),
-                         "benchmark": self.benchmark.name, "lite": config.getoption("lite")})
+                         "benchmark": self.benchmark.name, "lite": config.getoption("lite"),
+                         # every adapter option with its effective value, defaults included
+                         "harness_settings": get_harness_class(cfg.harness_spec)(
+                             cfg.model, cfg.harness_options).resolved_options(),
+                         "ablation": None if cfg.purge else "no-purge (paper §5.3): future commits kept; "
+                                                            "not comparable"})
             info.setdefault("started_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             info.setdefault("invocations", []).append(" ".join(shlex.quote(a) for a in sys.argv))
             cfg.run_dir.mkdir(parents=True, exist_ok=True)
@@ -216,6 +223,9 @@ class RunSession:
         tr = terminalreporter
         tr.write_sep("=", "clawswe summary")
         tr.write_line(f"run dir: {self.cfg.run_dir}")
+        if not self.cfg.purge:
+            tr.write_line("ABLATION --no-purge: future commits were kept in /testbed; not comparable to the paper",
+                          red=True, bold=True)
         from .summary import terminal_lines
 
         for line in terminal_lines(json.loads(summary_file.read_text())):

@@ -27,6 +27,7 @@ RESULT_SETTINGS = {
     "budget_s": "--budget", "eval_timeout_s": "--eval-timeout", "mem_limit": "--mem-limit",
     "pids_limit": "--pids-limit", "disk_limit": "--disk-limit", "network": "--network",
     "harness_options": "--harness-option", "prices_sha256": "--prices (the file's contents)",
+    "retries": "--retries", "purge": "--no-purge",
 }
 
 
@@ -72,6 +73,13 @@ def _harness_options(config: pytest.Config) -> dict[str, str]:
             raise _usage(f"--harness-option {item!r}: use KEY=VALUE")
         options[key] = value
     return options
+
+
+def _retries(config: pytest.Config) -> int:
+    retries = config.getoption("retries")
+    if retries < 0:
+        raise _usage(f"--retries {retries}: give 0 (one attempt, as the released code) or more")
+    return retries
 
 
 def _prices(path: str | None) -> str | None:
@@ -140,7 +148,8 @@ def run_config(config: pytest.Config) -> RunConfig:
                     model=config.getoption("model"), budget_s=budget, eval_timeout_s=eval_timeout,
                     mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
                     disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
-                    harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256)
+                    harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
+                    retries=_retries(config), purge=not config.getoption("no_purge"))
     try:  # bad harness options (e.g. zeroclaw without its binary): one sentence before anything starts
         harness_cls(cfg.model, cfg.harness_options)
     except HarnessError as exc:
@@ -162,7 +171,7 @@ def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
         "dataset_revision": cfg.dataset_revision, "budget_s": cfg.budget_s, "eval_timeout_s": cfg.eval_timeout_s,
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
         "network": config.getoption("network"), "harness_options": cfg.harness_options,
-        "prices_sha256": cfg.prices_sha256,
+        "prices_sha256": cfg.prices_sha256, "retries": cfg.retries, "purge": cfg.purge,
     }
 
 

@@ -146,13 +146,7 @@ class InstanceItem(pytest.Item):
             run_session.report_result(self, previous)
             return
         try:
-            try:
-                self.result = runner.run(self.instance)
-            except InfraError as exc:
-                if not exc.retryable:
-                    raise
-                progress(f"{self.instance.instance_id}: {exc}; retrying once from scratch")
-                self.result = runner.run(self.instance)
+            self.result = runner.run(self.instance)  # retries (harness and infrastructure): runner.py's policy
         except Exception:
             run_session.report_error(self, self.instance.instance_id)
             raise

@@ -1,7 +1,18 @@
 """Harnesses that misbehave on purpose, loaded by path: --harness tests/fake_harnesses.py:HangHarness."""
 import os
 
-from pytest_clawswe.harness import AgentRun, Harness
+from dataclasses import dataclass
+
+from pytest_clawswe.harness import AgentRun, Harness, HarnessOptions
+
+
+@dataclass
+class FakeOptions(HarnessOptions):
+    """The --harness-option keys these fakes read (adapters declare their options: issue 16 §3)."""
+
+    host_port: str = "22"
+    sleep: str = "0"
+    seconds: str = "2"
 
 def apply_gold(ctx):
     ctx.workspace.write_file("/tmp/gold.patch", ctx.row["patch"])
@@ -91,6 +102,8 @@ env
 class ProbeHarness(Harness):
     """Looks around from inside the agent's container and reports what it could reach or read."""
 
+    Options = FakeOptions
+
     name = "probe"
 
     def send_task(self, ctx, prompt):
@@ -112,6 +125,8 @@ class ProbeHarness(Harness):
 class SlowOracleHarness(Harness):
     """The oracle, taking its time: applies the gold patch, then works on for `--harness-option sleep=S`
     (or $CLAWSWE_TEST_SLEEP: a fault test resumes with the run's own options and another environment)."""
+
+    Options = FakeOptions
 
     name = "slow-oracle"
     needs_model = False
@@ -142,6 +157,8 @@ sys.exit(1 if failed else 0)
 class ChattyHarness(Harness):
     """Talks to the model gateway for `--harness-option seconds=S` (or $CLAWSWE_TEST_SECONDS), then applies
     the gold patch."""
+
+    Options = FakeOptions
 
     name = "chatty"
 

@@ -106,7 +106,7 @@ def test_timeout_kills_the_agent_and_still_scores_its_patch(pytester, docker_cli
 
 def test_a_harness_error_is_retried_once_from_a_clean_tree(pytester, python_demo, tmp_path):
     run_dir = tmp_path / "flaky"
-    result = run_bench(pytester, FAKES.format(pytester._request.config.rootpath, "FlakyHarness"),
+    result = run_bench(pytester, FAKES.format(pytester._request.config.rootpath, "FlakyHarness"), "--retries", "1",
                        "--dataset", "demo", "--instance-ids", python_demo.instance_id, run_dir=run_dir)
     result.assert_outcomes(passed=1)
     inst = run_dir / "instances" / python_demo.instance_id

@@ -167,7 +167,8 @@ def test_a_budget_cut_kills_every_openclaw_process(pytester, monkeypatch, docker
     inst = run_dir / "instances" / iid
     meta = json.loads((inst / "metadata.json").read_text())
     assert (meta["finish_reason"], meta["outcome"]) == ("timeout", "unresolved"), meta
-    assert 8 <= meta["timings"]["agent"] < 40
+    # its own --timeout is the budget; the wrapper kills it grace_s (60 s, as released) later at the latest
+    assert 8 <= meta["timings"]["agent"] < 8 + OpenClawHarness.grace_s + 30
     processes = (inst / "session" / "processes.txt").read_text()
     assert "openclaw" not in processes and "node" not in processes, processes
     assert (inst / "patch.diff").read_text() == ""  # collected all the same

@@ -1,5 +1,5 @@
 """The Python-based harness adapters (hermes, nanobot, mini-swe-agent, generic) end to end, and zeroclaw's
-missing-binary error.
+missing-bundle error.
 
 Each harness runs for real from its bundle inside two demo instance containers of different language
 groups (the bullseye-based one among them, the oldest glibc a bundle must run on), driven by the scripted
@@ -43,25 +43,23 @@ class ProcessListingHermes(HermesHarness):
 
 
 # ---------------------------------------------------------------------------------------- fast tests
-def test_zeroclaw_without_a_binary_is_one_clear_error(monkeypatch, tmp_path):
-    from pytest_clawswe.harnesses.zeroclaw import ZeroClawHarness
+def test_zeroclaw_without_its_bundle_is_one_clear_error(monkeypatch):
+    """The adapter runs the bundle built from the user's executable (issue 16 §3: bundle and adapter agree)."""
+    from pytest_clawswe.harnesses import zeroclaw
 
-    monkeypatch.delenv("CLAWSWE_ZEROCLAW_BINARY", raising=False)
+    monkeypatch.setattr("pytest_clawswe.bundles.built_versions", lambda client, name: [])
+    monkeypatch.setattr("pytest_clawswe.workspace.docker_client", lambda: None)
     with pytest.raises(HarnessError) as err:
-        ZeroClawHarness("scripted/gold", {})
-    assert str(err.value) == ("zeroclaw is on no package registry; pass --harness-option binary=/path/to/zeroclaw "
-                              "or set CLAWSWE_ZEROCLAW_BINARY")
-    with pytest.raises(HarnessError, match="no such file"):
-        ZeroClawHarness("scripted/gold", {"binary": str(tmp_path / "nope")})
-    exe = tmp_path / "zeroclaw"
-    exe.write_bytes(b"\x7fELF")
-    exe.chmod(0o755)
-    monkeypatch.setenv("CLAWSWE_ZEROCLAW_BINARY", str(exe))
-    harness = ZeroClawHarness("scripted/gold", {})
-    assert harness.binary == exe.resolve()
-    ctx = types.SimpleNamespace(gateway_url="http://172.17.0.1:1234", gateway_token="clawswe-t", model="m/x")
-    config = harness._config(ctx)
-    assert 'default_provider = "custom:http://172.17.0.1:1234/v1"' in config and 'api_key = "clawswe-t"' in config
+        zeroclaw.ZeroClawHarness("scripted/gold", {})
+    assert str(err.value) == ("zeroclaw is on no package registry; build its bundle from your executable first: "
+                              "clawswe harness build zeroclaw --binary /path/to/zeroclaw")
+    monkeypatch.setattr("pytest_clawswe.bundles.built_versions", lambda client, name: ["sha256-a", "sha256-b"])
+    with pytest.raises(HarnessError, match="several zeroclaw bundles"):
+        zeroclaw.ZeroClawHarness("scripted/gold", {})
+    monkeypatch.setattr("pytest_clawswe.bundles.built_versions", lambda client, name: ["sha256-a"])
+    harness = zeroclaw.ZeroClawHarness("scripted/gold", {})
+    assert harness.home == "/opt/clawswe/zeroclaw-sha256-a" and harness.bin("zeroclaw").startswith(harness.home)
+    assert zeroclaw.ZeroClawHarness("m", {"version": "sha256-b"}).version == "sha256-b"
 
 
 def test_bundle_data_container_is_shared_across_runs_and_a_missing_bundle_names_the_build_command():
@@ -205,9 +203,10 @@ def test_a_timeout_kills_the_harness_inside_the_container(pytester, docker_clien
     _bundle("hermes")
     python = [i for i in two_groups if i.language == "Python"]
     run_dir = tmp_path / "timeout"
-    # hermes needs several seconds just to import: a 2 s budget always ends in the middle of it
+    # hermes needs several seconds just to import: a 2 s budget always ends in the middle of it (grace=0: no
+    # released 120 s wait past the budget, so the wrapper's kill is what ends it)
     spec = f"{Path(__file__).resolve()}:ProcessListingHermes"
-    result = _run(pytester, spec, "scripted/gold", python, run_dir, "--budget", "2")
+    result = _run(pytester, spec, "scripted/gold", python, run_dir, "--budget", "2", "--harness-option", "grace=0")
     meta = json.loads((run_dir / "instances" / python[0].instance_id / "metadata.json").read_text())
     # on a quick machine hermes may have applied the fix before the kill: what it wrote is graded either way
     result.assert_outcomes(**({"passed": 1} if meta["resolved"] else {"failed": 1}))

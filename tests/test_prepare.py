@@ -75,6 +75,7 @@ def test_an_item_whose_preparation_leaves_a_future_commit_errors(pytester, docke
     monkeypatch.setattr(prep, "PREPARE_SCRIPT", weak)
     data = {**row, "instance_id": "clawswe__leaky-1", "image": "clawswe-test/leaky:latest"}
     (pytester.path / "leaky.json").write_text(json.dumps([data]))
-    result = pytester.runpytest("--harness", "oracle", "--dataset", "leaky.json", "-p", "no:cacheprovider")
+    # -n 0: in this process, where the weakened script is patched in (benchmark mode defaults to 3 workers)
+    result = pytester.runpytest("--harness", "oracle", "--dataset", "leaky.json", "-p", "no:cacheprovider", "-n", "0")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*future-commit purge failed*"])

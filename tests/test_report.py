@@ -302,8 +302,9 @@ def test_regenerated_tables_match_the_published_numbers(published_out, data, tab
         assert (row["Harness"], row["Model"].removesuffix(" †")) == (src["claw"], src["model"])
         assert int(row["Resolved"]) == src["resolved"]
         assert round(float(row["Pass@1 (%)"]), 1) == src["pass_at_1"]
-        assert float(row["Cost ($)"]) == src["total_cost_usd"]
+        assert round(float(row["Cost ($)"]), 1) == src["total_cost_usd"]  # three are given to the cent in prose
         assert float(row["Mean duration (s)"]) == src["avg_duration_s"]
+        assert "Input tokens" in row and "Output tokens" in row  # the paper's In/Out columns
         for column, field in (("Cache hit (%)", "cache_hit_pct"), ("Mean turns", "avg_turns")):
             if src[field] is None:
                 assert row.get(column, "") == ""
@@ -321,3 +322,21 @@ def test_published_report_draws_figure1(published_out):
         assert (published_out / name).stat().st_size > 0, name
     md = (published_out / "table3.md").read_text()
     assert re.search(r"\| OpenClaw \| GLM 5\.1 \| 257 \| 350 \| 73\.4 \|", md)
+
+
+def test_published_costs_print_at_the_papers_precision_and_post_paper_rows_stay_off_the_frontier(published_out):
+    """Issue 13 §8: $85.84, $49.26, $71.47 as the paper's prose gives them, other costs to the $0.1 of its
+    tables; GLM 5.2 (post-paper) is marked and not part of the paper's frontier unless asked."""
+    from pytest_clawswe.report import plots, published
+
+    md3 = (published_out / "table3.md").read_text()
+    for cost in ("| 85.84 |", "| 49.26 |", "| 71.47 |", "| 277.0 |", "| 768.8 |"):
+        assert cost in md3, cost
+    assert "| 85.80 |" not in md3 and "| 277.00 |" not in md3
+    md2 = (published_out / "table2.md").read_text()
+    assert "| 1,399.1 |" in md2 and "GLM 5.2 †" in md2 and "| Input tokens | Output tokens |" in md2
+    points, _ = plots.points_from_columns(published.table_columns(published.load_published(), "table2"))
+    assert "GLM 5.2" not in [p.model for p in plots.frontier(points)]
+    assert "GLM 5.1" in [p.model for p in plots.frontier(points)]  # no longer dominated by a post-paper row
+    assert "GLM 5.2" in [p.model for p in plots.frontier(points, with_post_paper=True)]
+    assert "not part of the paper's frontier" in (published_out / "index.html").read_text()

@@ -10,9 +10,12 @@ Per-instance agent state lives under STATE_ROOT inside the container, never in /
 from __future__ import annotations
 
 import re
+import shlex
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from ..harness import AgentRun, Harness, HarnessError, TaskContext
+from ..harness import AgentRun, Harness, HarnessError, HarnessOptions, TaskContext
 from ..labels import LABEL_BUNDLE_CACHE as BUNDLE_CACHE_LABEL
 from ..workspace import ExecResult
 
@@ -66,18 +69,42 @@ def ensure_bundle_container(client, name: str, version: str) -> str:
     return cname
 
 
+@dataclass
+class BundledOptions(HarnessOptions):
+    """Options every bundled adapter takes."""
+
+    version: str | None = field(default=None, metadata={"help": "bundle version (default: the recipe's)"})
+    model_name: str | None = field(default=None, metadata={
+        "help": "model id the harness sends to the gateway (default: --model)"})
+    grace: float | None = field(default=None, metadata={
+        "help": "seconds the wrapper waits past the budget before it kills the harness (default: the released value)"})
+
+
 class BundledHarness(Harness):
-    """An adapter whose harness runs from a bundle lent read-only to the instance container."""
+    """The shared life cycle of an adapter whose harness runs from a bundle lent read-only to the instance
+    container: per-instance state in one agent home outside /testbed (made by create_agent from
+    `config_files`, copied out by backup_session, removed by delete_agent), one headless CLI run per task
+    (`run`) and one mapping of its result to an AgentRun (`finish`). An adapter adds its options dataclass,
+    its config files, its command line and its usage parser."""
 
     bundle_name = ""  # recipe name: harnesses/<bundle_name>/bundle.yaml
+    Options = BundledOptions
 
     def __init__(self, model: str = "", options: dict | None = None):
         super().__init__(model, options)
         from ..bundles import bundle_path, get_recipe
 
-        self.version = self.options.get("version") or get_recipe(self.bundle_name).version
+        self.version = self.opts.version or self.default_version(get_recipe(self.bundle_name))
         self.home = bundle_path(self.bundle_name, self.version)  # the bundle's tree in the container
         self.data_container = ""
+        if self.opts.grace is not None:
+            self.grace_s = max(0.0, self.opts.grace)
+
+    def default_version(self, recipe) -> str:
+        return recipe.version
+
+    def resolved_options(self) -> dict:
+        return {**super().resolved_options(), "version": self.version, "grace": self.grace_s}
 
     def setup(self, client, run_id: str) -> None:
         self.data_container = ensure_bundle_container(client, self.bundle_name, self.version)
@@ -89,27 +116,101 @@ class BundledHarness(Harness):
     def bin(self, entry_point: str) -> str:
         return f"{self.home}/bin/{entry_point}"
 
+    def model_id(self, ctx: TaskContext) -> str:
+        return self.opts.model_name or ctx.model
 
-def run_cli(ctx: TaskContext, cmd: str, env: dict | None = None, prompt: str | None = None,
-            prompt_path: str | None = None) -> ExecResult:
-    """Run a shell command line in the workdir until it exits or the budget ends (then every process in the
-    container is killed). The prompt, if given, is written to prompt_path first (no quoting hazards)."""
-    if prompt is not None and prompt_path:
-        ctx.workspace.write_file(prompt_path, prompt)
-    return ctx.workspace.exec(cmd, workdir=ctx.workdir, env=env, timeout=ctx.budget_s)
+    # -- the shared life cycle ---------------------------------------------------------------------------
+    @property
+    def agent_home(self) -> str:
+        return f"{STATE_ROOT}/{self.name}"
+
+    def config_files(self, ctx: TaskContext) -> dict[str, str]:
+        """Absolute path -> content of the files create_agent writes (mode 0600: they may hold the token)."""
+        return {}
+
+    def create_agent(self, ctx: TaskContext) -> None:
+        ctx.workspace.exec(["rm", "-rf", self.agent_home], check=True)
+        ctx.workspace.exec(["mkdir", "-p", self.agent_home], check=True)
+        for path, content in self.config_files(ctx).items():
+            ctx.workspace.write_file(path, content, mode=0o600)
+
+    def backup_session(self, ctx: TaskContext, dest: Path) -> None:
+        # what the home holds: configs with at most the per-instance token, revoked by now
+        ctx.workspace.copy_out(self.agent_home, dest)
+
+    def delete_agent(self, ctx: TaskContext) -> None:
+        ctx.workspace.exec(["rm", "-rf", self.agent_home])
+
+    def run(self, ctx: TaskContext, argv: list[str], env: dict[str, str] | None = None,
+            prompt: str = "") -> tuple[ExecResult, str, str]:
+        """Run argv in the workdir until it exits or budget + grace_s ends it (then every process in the
+        container is killed); "{prompt}" in argv stands for the prompt's exact bytes, "{prompt_file}" for the
+        file holding them. stdout and stderr are kept apart (JSON output parses cleanly)."""
+        self._run_budget_s = ctx.budget_s
+        return run_headless(ctx, self.agent_home, argv, env or {}, prompt, timeout=ctx.budget_s + self.grace_s)
+
+    _run_budget_s: float | None = None
+
+    def finish(self, result: ExecResult, stdout: str, stderr: str, usage: dict | None = None,
+               failed: str = "", name: str = "") -> AgentRun:
+        run = finish(name or self.name, result, stdout, stderr, usage or {}, failed)
+        if run.finish_reason == "error" and self._run_budget_s is not None and result.seconds >= self._run_budget_s:
+            # the harness's own timeout (set to the budget) ended it within the grace period: a timeout
+            run = AgentRun("timeout", run.output, run.exit_code, run.harness_usage,
+                           f"{name or self.name} stopped itself at the budget ({run.message})"[:300])
+        return run
 
 
-def agent_run(result: ExecResult, usage: dict | None = None, failed: str = "", name: str = "the harness") -> AgentRun:
-    """timeout when the budget ended it, error when it failed (exit code, or `failed`: why a run that exited 0
-    still failed, in a sentence), else stop."""
-    usage = usage or {}
+STDOUT, STDERR, PROMPT = "stdout.txt", "stderr.txt", "prompt.txt"
+PROMPT_VAR = "CLAWSWE_PROMPT"
+# "$(cat f)" drops the prompt's trailing newlines; a sentinel character keeps them (the released code passed
+# the prompt as an argv element: byte for byte).
+_READ_PROMPT = PROMPT_VAR + '="$(cat {path}; printf x)"; ' + PROMPT_VAR + '="${{' + PROMPT_VAR + '%x}}"; '
+
+
+def run_headless(ctx: TaskContext, home: str, argv: list[str], env: dict[str, str], prompt: str,
+                 timeout: float | None = None) -> tuple[ExecResult, str, str]:
+    """Write the prompt to home/prompt.txt, run argv in the workdir; return (result, stdout, stderr)."""
+    prompt_path = f"{home}/{PROMPT}"
+    ctx.workspace.write_file(prompt_path, prompt)
+    words, prefix = [], ""
+    for arg in argv:
+        if arg == "{prompt}":
+            words.append(f'"${PROMPT_VAR}"')
+            prefix = _READ_PROMPT.format(path=shlex.quote(prompt_path))
+        else:
+            words.append(shlex.quote(arg.replace("{prompt_file}", prompt_path)))
+    out, err = f"{home}/{STDOUT}", f"{home}/{STDERR}"
+    cmd = f"{prefix}{' '.join(words)} </dev/null >{shlex.quote(out)} 2>{shlex.quote(err)}"
+    result = ctx.workspace.exec(["sh", "-c", cmd], workdir=ctx.workdir, env=env,
+                                timeout=ctx.budget_s if timeout is None else timeout)
+    stdout = (ctx.workspace.read_file(out) or b"").decode("utf-8", "replace")
+    stderr = (ctx.workspace.read_file(err) or b"").decode("utf-8", "replace")
+    return result, stdout, stderr
+
+
+def agent_log(stdout: str, stderr: str) -> str:
+    text = stdout.rstrip("\n") + "\n" if stdout else ""
+    if stderr:
+        text += "--- stderr ---\n" + stderr.rstrip("\n") + "\n"
+    return text
+
+
+def last_line(text: str, default: str = "no output") -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (lines[-1] if lines else default)[:300]
+
+
+def finish(name: str, result: ExecResult, stdout: str, stderr: str, usage: dict, failed: str = "") -> AgentRun:
+    """The one mapping of a harness run to an AgentRun: timeout when the wrapper's deadline ended it, error
+    when the CLI failed (exit code, or `failed`: why a run that exited 0 still failed, in a sentence), else
+    stop (the runner decides empty from the patch)."""
+    output = agent_log(stdout, stderr)
     if result.timed_out:
-        return AgentRun("timeout", result.output, None, usage, f"{name} was stopped at the budget")
+        return AgentRun("timeout", output, None, usage, f"{name} was stopped at the budget")
     if result.exit_code != 0:
-        lines = [line for line in result.output.splitlines() if line.strip()]
-        last = lines[-1].strip()[:300] if lines else "no output"
-        return AgentRun("error", result.output, result.exit_code, usage,
-                        f"{name} exited with code {result.exit_code}: {last}")
+        why = failed or last_line(stderr or stdout)
+        return AgentRun("error", output, result.exit_code, usage, f"{name} exited with code {result.exit_code}: {why}")
     if failed:
-        return AgentRun("error", result.output, result.exit_code, usage, failed)
-    return AgentRun("stop", result.output, 0, usage)
+        return AgentRun("error", output, 0, usage, failed)
+    return AgentRun("stop", output, 0, usage)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 
 from ..harness import AgentRun, TaskContext
-from ._node_common import finish
 from .openclaw import OpenClawHarness, failure, final_text, harness_usage
 
 ANSWER_DIFF = "answer.diff"
@@ -71,9 +70,9 @@ class BareHarness(OpenClawHarness):
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
         result, stdout, stderr, data = self.run_openclaw(ctx, prompt)
         usage = harness_usage(data)
-        run = finish("openclaw", result, stdout, stderr, usage, failure(data))
+        run = self.finish(result, stdout, stderr, usage, failure(data), name="openclaw")
         if run.finish_reason != "stop":
-            return run  # a timeout or an error: no answer to apply (the runner retries an error once)
+            return run  # a timeout or an error: no answer to apply (an error is retried only under --retries)
         answer = final_text(data)
         diff = extract_diff(answer)
         usage["diff_found"] = bool(diff)

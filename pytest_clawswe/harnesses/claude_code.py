@@ -15,28 +15,31 @@ and total_cost_usd, which Claude Code computes from its own default prices even 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gateway.client import anthropic_base_url
 from ..harness import AgentRun, TaskContext
-from ._bundled import STATE_ROOT, BundledHarness
-from ._node_common import PROMPT, STDERR, STDOUT, finish, num, parse_json, run_headless
+from ._bundled import PROMPT, STDERR, STDOUT, BundledHarness, BundledOptions
+from ._node_common import num, parse_json
+
+
+@dataclass
+class ClaudeCodeOptions(BundledOptions):
+    max_turns: int | None = field(default=None, metadata={"help": "--max-turns (default: no limit)"})
 
 
 class ClaudeCodeHarness(BundledHarness):
     name = "claude-code"
     bundle_name = "claude-code"
-
-    @property
-    def agent_home(self) -> str:
-        return f"{STATE_ROOT}/{self.name}"
+    Options = ClaudeCodeOptions
 
     @property
     def config_dir(self) -> str:
         return f"{self.agent_home}/config"
 
     def create_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", self.agent_home], check=True)
+        super().create_agent(ctx)
         ctx.workspace.exec(["mkdir", "-p", self.config_dir], check=True)
 
     def env(self, ctx: TaskContext) -> dict[str, str]:
@@ -52,14 +55,14 @@ class ClaudeCodeHarness(BundledHarness):
         }
 
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
-        model = self.options.get("model_name") or ctx.model
+        model = self.model_id(ctx)
         argv = [self.bin("claude"), "-p", "{prompt}", "--output-format", "json",
                 "--dangerously-skip-permissions", "--model", model]
-        if self.options.get("max_turns"):
-            argv += ["--max-turns", str(int(self.options["max_turns"]))]
-        result, stdout, stderr = run_headless(ctx, self.agent_home, argv, self.env(ctx), prompt)
+        if self.opts.max_turns:
+            argv += ["--max-turns", str(self.opts.max_turns)]
+        result, stdout, stderr = self.run(ctx, argv, self.env(ctx), prompt)
         data = parse_json(stdout)
-        return finish("claude", result, stdout, stderr, harness_usage(data), failure(data))
+        return self.finish(result, stdout, stderr, harness_usage(data), failure(data), name="claude")
 
     def backup_session(self, ctx: TaskContext, dest: Path) -> None:
         # transcripts and the CLI output; .claude.json holds no key (the key came from the environment)
@@ -67,8 +70,6 @@ class ClaudeCodeHarness(BundledHarness):
         for name in ("config", STDOUT, STDERR, PROMPT):
             ctx.workspace.copy_out(f"{self.agent_home}/{name}", target)
 
-    def delete_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", self.agent_home])
 
 
 def failure(data: dict | None) -> str:

@@ -16,12 +16,13 @@ part as input_tokens, like the gateway, and keeps codex's number as prompt_token
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gateway.client import openai_base_url
 from ..harness import AgentRun, TaskContext
-from ._bundled import STATE_ROOT, BundledHarness
-from ._node_common import PROMPT, STDERR, STDOUT, finish, num, parse_jsonl, run_headless
+from ._bundled import PROMPT, STDERR, STDOUT, BundledHarness, BundledOptions
+from ._node_common import num, parse_jsonl
 
 PROVIDER = "clawswe"
 TOKEN_ENV = "CLAWSWE_GATEWAY_TOKEN"
@@ -31,26 +32,29 @@ def _toml(value) -> str:
     return json.dumps(value)  # a JSON string or number is a TOML basic string or number
 
 
+@dataclass
+class CodexOptions(BundledOptions):
+    reasoning_effort: str | None = field(default=None, metadata={"help": "model_reasoning_effort (default: codex's)"})
+    context_window: int | None = field(default=None, metadata={"help": "model_context_window (default: codex's)"})
+
+
 class CodexHarness(BundledHarness):
     name = "codex"
     bundle_name = "codex"
-
-    @property
-    def agent_home(self) -> str:
-        return f"{STATE_ROOT}/{self.name}"
+    Options = CodexOptions
 
     def config(self, ctx: TaskContext) -> str:
         lines = [
-            f"model = {_toml(self.options.get('model_name') or ctx.model)}",
+            f"model = {_toml(self.model_id(ctx))}",
             f"model_provider = {_toml(PROVIDER)}",
             'approval_policy = "never"',
             'sandbox_mode = "danger-full-access"',
             "check_for_update_on_startup = false",
         ]
-        if self.options.get("reasoning_effort"):
-            lines.append(f"model_reasoning_effort = {_toml(self.options['reasoning_effort'])}")
-        if self.options.get("context_window"):
-            lines.append(f"model_context_window = {int(self.options['context_window'])}")
+        if self.opts.reasoning_effort:
+            lines.append(f"model_reasoning_effort = {_toml(self.opts.reasoning_effort)}")
+        if self.opts.context_window:
+            lines.append(f"model_context_window = {self.opts.context_window}")
         lines += [
             "",
             f"[model_providers.{PROVIDER}]",
@@ -61,17 +65,16 @@ class CodexHarness(BundledHarness):
         ]
         return "\n".join(lines) + "\n"
 
-    def create_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", self.agent_home], check=True)
-        ctx.workspace.write_file(f"{self.agent_home}/config.toml", self.config(ctx), mode=0o600)
+    def config_files(self, ctx: TaskContext) -> dict[str, str]:
+        return {f"{self.agent_home}/config.toml": self.config(ctx)}
 
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
         argv = [self.bin("codex"), "exec", "--json", "--dangerously-bypass-approvals-and-sandbox",
                 "-C", ctx.workdir, "{prompt}"]
         env = {"CODEX_HOME": self.agent_home, TOKEN_ENV: ctx.gateway_token}
-        result, stdout, stderr = run_headless(ctx, self.agent_home, argv, env, prompt)
+        result, stdout, stderr = self.run(ctx, argv, env, prompt)
         events = parse_jsonl(stdout)
-        return finish("codex", result, stdout, stderr, harness_usage(events), failure(events))
+        return self.finish(result, stdout, stderr, harness_usage(events), failure(events))
 
     def backup_session(self, ctx: TaskContext, dest: Path) -> None:
         # the transcript (rollout JSONL), the config (no token: env_key names a variable) and the CLI output;
@@ -80,8 +83,6 @@ class CodexHarness(BundledHarness):
         for name in ("sessions", "config.toml", STDOUT, STDERR, PROMPT):
             ctx.workspace.copy_out(f"{self.agent_home}/{name}", target)
 
-    def delete_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", self.agent_home])
 
 
 def failure(events: list[dict]) -> str:

@@ -15,12 +15,12 @@ the locked network leaves them nothing to reach anyway. Usage: only its "[Cache]
 from __future__ import annotations
 
 import re
-import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gateway.client import openai_base_url
 from ..harness import AgentRun, TaskContext
-from ._bundled import STATE_ROOT, BundledHarness, agent_run, run_cli
+from ._bundled import STATE_ROOT, BundledHarness, BundledOptions
 
 HOME = f"{STATE_ROOT}/generic"
 PACKAGE = f"{HOME}/genericagent"
@@ -50,34 +50,46 @@ print("[clawswe] task done", flush=True)
 """
 
 
+@dataclass
+class GenericOptions(BundledOptions):
+    read_timeout: int = field(default=180, metadata={"help": "seconds GenericAgent waits for a model reply"})
+    max_retries: int = field(default=3, metadata={"help": "GenericAgent's own retries of a failed model call"})
+
+
 class GenericAgentHarness(BundledHarness):
     name = "generic"
     bundle_name = "generic"
     prompt_template = "generic.txt"
+    Options = GenericOptions
+    grace_s = 0.0  # the released driver's deadline is exactly the budget
 
     def _mykey(self, ctx: TaskContext) -> str:
         config = {"apikey": ctx.gateway_token, "apibase": openai_base_url(ctx.gateway_url),
-                  "model": self.options.get("model_name") or ctx.model,
-                  "read_timeout": int(self.options.get("read_timeout", 600))}
+                  "model": self.model_id(ctx), "max_retries": self.opts.max_retries, "connect_timeout": 10,
+                  "read_timeout": self.opts.read_timeout}
         return f"native_oai_config = {config!r}\nproxy = ''  # else it defaults to http://127.0.0.1:2082\n"
+
+    def config_files(self, ctx: TaskContext) -> dict[str, str]:
+        return {MYKEY: self._mykey(ctx), DRIVER: _DRIVER.format(home=HOME, prompt=f"{HOME}/prompt.txt")}
 
     def create_agent(self, ctx: TaskContext) -> None:
         site = f"{self.home}/python/lib/python3*/site-packages/genericagent"
-        ctx.workspace.exec(f"rm -rf {HOME} && mkdir -p {HOME} && cp -a {site} {PACKAGE}", check=True)
-        ctx.workspace.write_file(MYKEY, self._mykey(ctx), mode=0o600)
-        ctx.workspace.write_file(DRIVER, _DRIVER.format(home=HOME, prompt=f"{HOME}/prompt.txt"))
+        super().create_agent(ctx)
+        ctx.workspace.exec(f"cp -a {site} {PACKAGE}", check=True)
+
+    def argv(self, ctx: TaskContext) -> list[str]:
+        # run in the package copy: GenericAgent resolves temp/ and memory/ from its working directory
+        return ["sh", "-c", f'cd {PACKAGE} && exec "$0" -I -u {DRIVER}', f"{self.home}/python/bin/python3"]
 
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
-        python = f"{self.home}/python/bin/python3"
-        cmd = f"cd {PACKAGE} && {shlex.quote(python)} -I -u {DRIVER} </dev/null"
-        result = run_cli(ctx, cmd, env={"GENERICAGENT_MYKEY": MYKEY}, prompt=prompt,
-                         prompt_path=f"{HOME}/prompt.txt")
+        env = {"GENERICAGENT_MYKEY": MYKEY, "GA_LANG": "en"}  # GA_LANG: as released, English messages
+        result, stdout, stderr = self.run(ctx, self.argv(ctx), env, prompt)
         failed = ""
-        if result.exit_code == 3 and "[clawswe] model error" in result.output:
+        if result.exit_code == 3 and "[clawswe] model error" in stdout:
             failed = "GenericAgent's model call failed (see agent.log)"
-        elif not result.timed_out and result.exit_code == 0 and "[clawswe] task done" not in result.output:
+        elif not result.timed_out and result.exit_code == 0 and "[clawswe] task done" not in stdout:
             failed = "GenericAgent stopped before finishing its task"
-        return agent_run(result, self._usage(result.output), failed, name="GenericAgent")
+        return self.finish(result, stdout, stderr, self._usage(stdout), failed, name="GenericAgent")
 
     @staticmethod
     def _usage(output: str) -> dict:
@@ -90,8 +102,6 @@ class GenericAgentHarness(BundledHarness):
 
     def backup_session(self, ctx: TaskContext, dest: Path) -> None:
         # its state, without the package's own code: temp/ (raw model logs), memory/, our config
-        for path in (f"{PACKAGE}/temp", f"{PACKAGE}/memory", MYKEY, DRIVER, f"{HOME}/prompt.txt"):
+        for path in (f"{PACKAGE}/temp", f"{PACKAGE}/memory", MYKEY, DRIVER, f"{HOME}/prompt.txt",
+                     f"{HOME}/stdout.txt", f"{HOME}/stderr.txt"):
             ctx.workspace.copy_out(path, dest / "generic")
-
-    def delete_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", HOME])

@@ -1,30 +1,32 @@
-"""`hermes`: Hermes Agent (PyPI hermes-agent), the paper's settings: toolsets terminal,file, --yolo, 300 turns.
+"""`hermes`: Hermes Agent (PyPI hermes-agent) with the released settings (settings.yaml).
 
-Run headless as `hermes chat -q PROMPT -Q --yolo --toolsets terminal,file --max-turns 300` inside the
-instance container, from the bundle. Not `hermes -z`: one-shot mode builds its agent with the fixed default
-of 90 iterations and ignores both --max-turns and agent.max_turns, so the paper's 300 turns need chat mode
-(checked in 0.19.0: the session row records max_iterations 90 under -z, 300 here).
+Run headless as `hermes chat -q PROMPT --quiet --yolo --max-turns 300 --toolsets terminal,file --model M`
+inside the instance container, from the bundle; the wrapper kills it 120 s after the budget (hermes has no
+overall timeout of its own). Not `hermes -z`: one-shot mode builds its agent with the fixed default of 90
+iterations and ignores both --max-turns and agent.max_turns (checked in 0.19.0).
 
 Per-instance state: HERMES_HOME=/tmp/clawswe-agent/hermes (config.yaml, state.db, logs/, SOUL.md, ...);
-the workspace is untouched. Its network-fetching command scanner (tirith, downloaded on first use) is off.
+the workspace is untouched. config.yaml carries the released agent/terminal/compression/approvals/display
+keys; the model is the gateway as a `custom` provider with the released api_mode and the provider's
+context length. Its network-fetching command scanner (tirith, downloaded on first use) is off: no network.
 Usage: hermes's own session store (state.db, table sessions) holds exactly what `-z --usage-file` writes;
 the adapter saves it in that file's shape as session/usage.json and reports it as harness_usage.
 """
 from __future__ import annotations
 
 import json
-import shlex
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from ..gateway.client import openai_base_url
 from ..harness import AgentRun, TaskContext
-from ._bundled import STATE_ROOT, BundledHarness, agent_run, run_cli
+from ._bundled import STATE_ROOT, BundledHarness, BundledOptions
 
 HOME = f"{STATE_ROOT}/hermes"
 USAGE_FILE = f"{HOME}/usage.json"
-MAX_TURNS = 300
 TOOLSETS = "terminal,file"
-SCRIPTED_CONTEXT = 200_000
+# the released custom_providers' context_length by provider (model prefix); 200k otherwise (OpenRouter's)
+CONTEXT_BY_PROVIDER = {"deepseek": 1_000_000, "dashscope": 262_144, "qwen": 262_144}
+DEFAULT_CONTEXT = 200_000
 
 # Reads hermes's session store with the bundle's Python and writes the `--usage-file` report for the run.
 _USAGE_SCRIPT = """
@@ -43,36 +45,53 @@ json.dump(report, open(sys.argv[2], "w"), indent=2)
 """
 
 
+@dataclass
+class HermesOptions(BundledOptions):
+    max_turns: int = field(default=300, metadata={"help": "agent.max_turns and --max-turns"})
+    reasoning_effort: str = field(default="high", metadata={"help": "agent.reasoning_effort"})
+    terminal_timeout: int = field(default=180, metadata={"help": "terminal.timeout, seconds per command"})
+    compression: bool = field(default=False, metadata={"help": "compression.enabled"})
+    context_length: int | None = field(default=None, metadata={
+        "help": "the model's context length (default: the released value of its provider)"})
+
+
+def context_length(model: str) -> int:
+    provider = model.split("/", 1)[0].lower()
+    return next((n for key, n in CONTEXT_BY_PROVIDER.items() if provider.startswith(key)), DEFAULT_CONTEXT)
+
+
 class HermesHarness(BundledHarness):
     name = "hermes"
     bundle_name = "hermes"
+    Options = HermesOptions
+    grace_s = 120.0
 
-    def _config(self, ctx: TaskContext) -> str:
-        model = {"provider": "custom", "base_url": openai_base_url(ctx.gateway_url),
-                 "default": self.options.get("model_name") or ctx.model, "api_key": ctx.gateway_token}
-        # Else hermes asks the endpoint (the gateway gives no context length), then OpenRouter's public model
-        # list: on the locked network that lookup waits ~10 s for DNS and falls back to 200k. A scripted
-        # model has no real window, so it gets 200k at once.
-        context = self.options.get("context_length") or (SCRIPTED_CONTEXT if ctx.model.startswith("scripted/") else None)
-        if context:
-            model["context_length"] = int(context)
-        config = {
+    def config(self, ctx: TaskContext) -> dict:
+        o = self.opts
+        model = {"provider": "custom", "base_url": openai_base_url(ctx.gateway_url), "default": self.model_id(ctx),
+                 "api_key": ctx.gateway_token, "api_mode": "chat_completions",
+                 # also spares hermes asking OpenRouter's public model list (~10 s of DNS on a locked network)
+                 "context_length": o.context_length or context_length(ctx.model)}
+        return {
             "model": model,
-            "agent": {"max_turns": MAX_TURNS},
+            "agent": {"max_turns": o.max_turns, "reasoning_effort": o.reasoning_effort},
+            "terminal": {"backend": "local", "timeout": o.terminal_timeout},
+            "compression": {"enabled": o.compression},
+            "approvals": {"mode": "off"},
+            "display": {"show_reasoning": False, "streaming": False},
             "security": {"tirith_enabled": False},  # else it downloads the tirith scanner binary
         }
-        return json.dumps(config, indent=2)  # JSON is YAML
 
-    def create_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", HOME])
-        ctx.workspace.write_file(f"{HOME}/config.yaml", self._config(ctx), mode=0o600)
+    def config_files(self, ctx: TaskContext) -> dict[str, str]:
+        return {f"{HOME}/config.yaml": json.dumps(self.config(ctx), indent=2)}  # JSON is YAML
+
+    def argv(self, ctx: TaskContext) -> list[str]:
+        return [self.bin("hermes"), "chat", "-q", "{prompt}", "--quiet", "--yolo", "--max-turns",
+                str(self.opts.max_turns), "--toolsets", TOOLSETS, "--model", self.model_id(ctx), "--source", "tool"]
 
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
-        cmd = (f"{shlex.quote(self.bin('hermes'))} chat -q \"$(cat {HOME}/prompt.txt)\" -Q --yolo "
-               f"--toolsets {TOOLSETS} --max-turns {MAX_TURNS} --source tool </dev/null")
-        result = run_cli(ctx, cmd, env={"HERMES_HOME": HOME}, prompt=prompt, prompt_path=f"{HOME}/prompt.txt")
-        usage = self._usage(ctx)
-        return agent_run(result, usage, name="hermes")
+        result, stdout, stderr = self.run(ctx, self.argv(ctx), {"HERMES_HOME": HOME}, prompt)
+        return self.finish(result, stdout, stderr, self._usage(ctx))
 
     def _usage(self, ctx: TaskContext) -> dict:
         python = f"{self.home}/python/bin/python3"
@@ -87,9 +106,3 @@ class HermesHarness(BundledHarness):
         if report.get("estimated_cost_usd") and "unknown" not in report.get("cost_status", ""):
             usage["cost_usd"] = float(report["estimated_cost_usd"])
         return usage
-
-    def backup_session(self, ctx: TaskContext, dest: Path) -> None:
-        ctx.workspace.copy_out(HOME, dest)  # config.yaml holds only the per-instance token, revoked by now
-
-    def delete_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", HOME])

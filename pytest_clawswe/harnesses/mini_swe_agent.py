@@ -13,12 +13,11 @@ assistant message's extra.response.usage (prompt_tokens with cached_tokens / cac
 from __future__ import annotations
 
 import json
-import shlex
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from ..gateway.client import openai_base_url
 from ..harness import AgentRun, TaskContext
-from ._bundled import STATE_ROOT, BundledHarness, agent_run, run_cli
+from ._bundled import STATE_ROOT, BundledHarness, BundledOptions
 
 HOME = f"{STATE_ROOT}/mini"
 CONFIG = f"{HOME}/clawswe.yaml"
@@ -28,15 +27,23 @@ COMMAND_TIMEOUT_S = 60  # mini's swebench.yaml value (its mini.yaml default is 3
 FINISHED = ("Submitted", "LimitsExceeded")  # exit statuses where the agent stopped on its own terms
 
 
+@dataclass
+class MiniOptions(BundledOptions):
+    step_limit: int = field(default=STEP_LIMIT, metadata={"help": "agent.step_limit"})
+    command_timeout: int = field(default=COMMAND_TIMEOUT_S, metadata={"help": "seconds per command"})
+
+
 class MiniSweAgentHarness(BundledHarness):
     name = "mini-swe-agent"
     bundle_name = "mini-swe-agent"
+    Options = MiniOptions
+    agent_home = HOME  # type: ignore[assignment]
 
     def _config(self, ctx: TaskContext) -> str:
         config = {
-            "agent": {"step_limit": int(self.options.get("step_limit", STEP_LIMIT)), "cost_limit": 0},
+            "agent": {"step_limit": self.opts.step_limit, "cost_limit": 0},
             "environment": {"cwd": ctx.workdir,
-                            "timeout": int(self.options.get("command_timeout", COMMAND_TIMEOUT_S))},
+                            "timeout": self.opts.command_timeout},
             "model": {"model_kwargs": {"api_base": openai_base_url(ctx.gateway_url), "api_key": ctx.gateway_token}},
         }
         return json.dumps(config, indent=2)  # JSON is YAML
@@ -50,20 +57,19 @@ class MiniSweAgentHarness(BundledHarness):
             "MSWEA_SILENT_STARTUP": "1",
         }
 
-    def create_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", HOME])
-        ctx.workspace.write_file(CONFIG, self._config(ctx), mode=0o600)
+    def config_files(self, ctx: TaskContext) -> dict[str, str]:
+        return {CONFIG: self._config(ctx)}
 
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
-        model = "openai/" + (self.options.get("model_name") or ctx.model)  # litellm: OpenAI chat at api_base
-        cmd = (f"{shlex.quote(self.bin('mini'))} -y --exit-immediately -m {shlex.quote(model)} "
-               f"-t \"$(cat {HOME}/prompt.txt)\" -c mini.yaml -c {CONFIG} -o {TRAJECTORY} </dev/null")
-        result = run_cli(ctx, cmd, env=self._env(), prompt=prompt, prompt_path=f"{HOME}/prompt.txt")
+        model = "openai/" + self.model_id(ctx)  # litellm: OpenAI chat at api_base
+        argv = [self.bin("mini"), "-y", "--exit-immediately", "-m", model, "-t", "{prompt}", "-c", "mini.yaml",
+                "-c", CONFIG, "-o", TRAJECTORY]
+        result, stdout, stderr = self.run(ctx, argv, self._env(), prompt)
         usage, status = self._trajectory(ctx)
         failed = ""
         if not result.timed_out and result.exit_code == 0 and status not in FINISHED:
             failed = f"mini-swe-agent ended with exit status {status or 'unknown (no trajectory)'}"
-        return agent_run(result, usage, failed, name="mini-swe-agent")
+        return self.finish(result, stdout, stderr, usage, failed)
 
     def _trajectory(self, ctx: TaskContext) -> tuple[dict, str]:
         raw = ctx.workspace.read_file(TRAJECTORY)
@@ -91,9 +97,3 @@ class MiniSweAgentHarness(BundledHarness):
         if stats.get("instance_cost"):
             usage["cost_usd"] = float(stats["instance_cost"])
         return usage, str(info.get("exit_status") or "")
-
-    def backup_session(self, ctx: TaskContext, dest: Path) -> None:
-        ctx.workspace.copy_out(HOME, dest)
-
-    def delete_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", HOME])

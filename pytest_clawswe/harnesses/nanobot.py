@@ -1,9 +1,11 @@
-"""`nanobot`: nanobot (PyPI nanobot-ai), one message, non-interactive, web tools off, iteration cap.
+"""`nanobot`: nanobot (PyPI nanobot-ai) with the released settings (settings.yaml).
 
-Run as `nanobot agent -m PROMPT -c CONFIG -w /testbed --no-markdown` inside the instance container, from the
-bundle. Its workspace is /testbed, as in the paper, so its tools start there; it writes its templates into
-the workspace (AGENTS.md, HEARTBEAT.md, SOUL.md, USER.md, memory/, prompts/, .nanobot/workspace-id): they
-are `workspace_artifacts`, saved and scrubbed by the runner before the patch is collected.
+Run as `nanobot agent -m PROMPT -c CONFIG -w /testbed --no-markdown --logs` inside the instance container,
+from the bundle (the released flags; the paper's text shows --no-logs, its code --logs); the wrapper kills it
+120 s after the budget. Its workspace is /testbed, as released, so its tools start there; it writes its
+templates into the workspace (AGENTS.md, HEARTBEAT.md, SOUL.md, TOOLS.md, USER.md, memory/, sessions/,
+.nanobot/, and since 0.3.x prompts/): they are `workspace_artifacts`, saved and scrubbed by the runner
+before the patch is collected.
 
 Per-instance state: /tmp/clawswe-agent/nanobot (config.json; sessions/<hash>/<b64 key>.jsonl). Usage: the
 session file's first line, metadata._last_usage (the one message's turn). nanobot counts input_tokens as the
@@ -13,54 +15,56 @@ and keeps nanobot's number as prompt_tokens.
 from __future__ import annotations
 
 import json
-import shlex
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from ..gateway.client import openai_base_url
 from ..harness import AgentRun, TaskContext
-from ._bundled import STATE_ROOT, BundledHarness, agent_run, run_cli
+from ._bundled import STATE_ROOT, BundledHarness, BundledOptions
 
 HOME = f"{STATE_ROOT}/nanobot"
 CONFIG = f"{HOME}/config.json"
-MAX_TOOL_ITERATIONS = 300  # the same cap as hermes's turns (nanobot's default is 200)
 MODEL_ERROR_PLACEHOLDER = "[Assistant reply unavailable due to model error.]"  # nanobot 0.3.5
-TEMPLATE_FILES = ("AGENTS.md", "HEARTBEAT.md", "SOUL.md", "USER.md", "TOOLS.md")
+# the released clean-up list; prompts/ is what 0.3.x writes besides
+TEMPLATE_FILES = ("AGENTS.md", "HEARTBEAT.md", "SOUL.md", "TOOLS.md", "USER.md")
+
+
+@dataclass
+class NanobotOptions(BundledOptions):
+    max_iterations: int = field(default=300, metadata={"help": "agents.defaults.maxToolIterations"})
+    max_tokens: int | None = field(default=None, metadata={"help": "agents.defaults.maxTokens (default: nanobot's)"})
 
 
 class NanobotHarness(BundledHarness):
     name = "nanobot"
     bundle_name = "nanobot"
-    workspace_artifacts = (*TEMPLATE_FILES, "memory", "prompts", "sessions", ".nanobot")  # 0.3.5 + the paper's list
+    Options = NanobotOptions
+    grace_s = 120.0
+    workspace_artifacts = (*TEMPLATE_FILES, "memory", "sessions", ".nanobot", "prompts")
 
-    def _config(self, ctx: TaskContext) -> str:
-        defaults = {
-            "model": self.options.get("model_name") or ctx.model,
-            "provider": "custom",
-            "workspace": ctx.workdir,
-            "timezone": "UTC",
-            "maxToolIterations": int(self.options.get("max_iterations", MAX_TOOL_ITERATIONS)),
-        }
-        if self.options.get("max_tokens"):
-            defaults["maxTokens"] = int(self.options["max_tokens"])
-        config = {
+    def config(self, ctx: TaskContext) -> dict:
+        defaults = {"model": self.model_id(ctx), "provider": "custom", "workspace": ctx.workdir, "timezone": "UTC",
+                    "maxToolIterations": self.opts.max_iterations}
+        if self.opts.max_tokens:
+            defaults["maxTokens"] = self.opts.max_tokens
+        return {
             "agents": {"defaults": defaults},
             "providers": {"custom": {"apiKey": ctx.gateway_token, "apiBase": openai_base_url(ctx.gateway_url)}},
-            "tools": {"web": {"enable": False}},  # no web_search / web_fetch
+            "tools": {"web": {"enable": False}, "restrictToWorkspace": False},
         }
-        return json.dumps(config, indent=2)
 
-    def create_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", HOME])
-        ctx.workspace.write_file(CONFIG, self._config(ctx), mode=0o600)
+    def config_files(self, ctx: TaskContext) -> dict[str, str]:
+        return {CONFIG: json.dumps(self.config(ctx), indent=2)}
+
+    def argv(self, ctx: TaskContext) -> list[str]:
+        return [self.bin("nanobot"), "agent", "-m", "{prompt}", "-c", CONFIG, "-w", ctx.workdir, "--no-markdown",
+                "--logs"]
 
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
-        cmd = (f"{shlex.quote(self.bin('nanobot'))} agent -m \"$(cat {HOME}/prompt.txt)\" -c {CONFIG} "
-               f"-w {shlex.quote(ctx.workdir)} --no-markdown </dev/null")
-        result = run_cli(ctx, cmd, prompt=prompt, prompt_path=f"{HOME}/prompt.txt")
+        result, stdout, stderr = self.run(ctx, self.argv(ctx), {}, prompt)
         usage, model_error = self._session(ctx)
         # nanobot exits 0 when the model call fails: it prints "Error: ..." and persists a placeholder reply
         failed = "nanobot's model call failed (see agent.log)" if model_error else ""
-        return agent_run(result, usage, failed, name="nanobot")
+        return self.finish(result, stdout, stderr, usage, failed)
 
     def _session(self, ctx: TaskContext) -> tuple[dict, bool]:
         """(usage from the session's metadata line, whether its last reply is nanobot's model-error placeholder)"""
@@ -91,9 +95,3 @@ class NanobotHarness(BundledHarness):
             "requests": total["request_count"],
             "prompt_tokens": prompt_tokens,
         }, model_error
-
-    def backup_session(self, ctx: TaskContext, dest: Path) -> None:
-        ctx.workspace.copy_out(HOME, dest)  # config.json holds only the per-instance token
-
-    def delete_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", HOME])

@@ -1,54 +1,69 @@
 """`openclaw`: OpenClaw (npm openclaw), one per-instance agent run headless in the instance container.
 
-The paper's setting: a per-instance agent with its own state, a tool deny-list (memory, web, sessions,
-sub-agents, session status, cron, image) and no bootstrap files written into /testbed.
+The released setting (settings.yaml): a per-instance agent `swe-<instance id>` whose workspace is its own
+folder /tmp/openclaw-swe-workspaces/<agent id> with OpenClaw's bootstrap files (AGENTS.md, SOUL.md, ...),
+while the repository stays /testbed (the run's working directory); the tool deny-list; `openclaw agent
+--agent ID --message PROMPT --timeout BUDGET --json`, killed by the wrapper 60 s after the budget.
 
 Per-instance state: OPENCLAW_STATE_DIR=/tmp/clawswe-agent/openclaw/state, holding openclaw.json (the
-config), the agent `bench` (agents/bench/agent/openclaw-agent.sqlite: its sessions and transcript) and
-state/openclaw.sqlite. The agent is declared in openclaw.json (agents.entries.bench, workspace /testbed,
-agents.defaults.skipBootstrap) rather than created with `openclaw agents add`: the config is the same
-(checked against what `agents add --non-interactive` writes in 2026.9.6), and it saves a CLI start of
-10-35 s per instance. skipBootstrap keeps AGENTS.md, SOUL.md, ... out of /testbed (checked).
+config), the agent (agents/<id>/agent/openclaw-agent.sqlite: its sessions and transcript) and
+state/openclaw.sqlite. The agent is declared in openclaw.json (agents.entries) rather than created with
+`openclaw agents add`: the config is the same (checked against what `agents add --non-interactive` writes in
+2026.9.6), and it saves a CLI start of 10-35 s per instance.
 
 The model is a provider `clawswe` (api openai-completions) at the gateway's /v1; its apiKey is
 `${CLAWSWE_GATEWAY_TOKEN}`, resolved by openclaw from the environment of the run, so no file holds the
 token. `compat.supportsUsageInStreaming` makes openclaw ask for and read streamed usage (without it a
-custom provider reports 0 tokens). Run: `openclaw agent --agent bench --message-file F --json --local`
-(`--local`: the embedded agent, no OpenClaw gateway daemon). Its JSON result gives the stop reason
-(meta.stopReason) and usage (meta.agentMeta.usage). A run takes ~30 s on 2 idle cores, most of it
-openclaw preparing its prompt and tools.
+custom provider reports 0 tokens). `--local`: 2026.9.6 needs it when no OpenClaw gateway daemon runs (the
+released version fell back to the embedded agent by itself). Its JSON result gives the stop reason
+(meta.stopReason) and usage (meta.agentMeta.usage). A run takes ~30 s on 2 idle cores.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gateway.client import openai_base_url
-from ..harness import AgentRun, TaskContext
-from ._bundled import STATE_ROOT, BundledHarness
-from ._node_common import finish, num, parse_json, run_headless
+from ..harness import AgentRun, HarnessError, TaskContext
+from ._bundled import BundledHarness, BundledOptions
+from ._node_common import num, parse_json
 
-AGENT_ID = "bench"
 PROVIDER = "clawswe"
 TOKEN_ENV = "CLAWSWE_GATEWAY_TOKEN"
-# The paper's deny-list (Appendix C) in 2026.9.6's tool names: group:sessions covers sessions_*, subagents
-# and session_status; `image` (image inspection) is now `view_image`; cron is also called automations.
-TOOL_DENY = ("group:memory", "group:web", "group:sessions", "subagents", "session_status", "cron",
-             "automations", "view_image", "image")
-CONTEXT_WINDOW = 128_000
-MAX_TOKENS = 8_192
+WORKSPACE_ROOT = "/tmp/openclaw-swe-workspaces"  # the released per-instance agent workspaces
+# The released deny-list, name for name, plus the 2026.9.6 names of two renamed tools: `image` (image
+# inspection) is now `view_image`, and cron is also registered as `automations`.
+TOOL_DENY = ("memory_search", "memory_get", "web_search", "web_fetch", "sessions_list", "sessions_history",
+             "sessions_send", "sessions_yield", "sessions_spawn", "subagents", "session_status", "cron", "image",
+             "view_image", "automations")
+MESSAGE_ARG_MAX = 100_000  # Linux caps one argv string at 128 KiB: a longer prompt goes by --message-file
+
+
+@dataclass
+class OpenClawOptions(BundledOptions):
+    context_window: int = field(default=128_000, metadata={"help": "the model's context window in tokens"})
+    max_tokens: int = field(default=8_192, metadata={"help": "max output tokens per model call"})
+    reasoning: bool = field(default=False, metadata={"help": "declare the model as a reasoning model"})
+    bootstrap: bool = field(default=True, metadata={
+        "help": "OpenClaw writes its bootstrap files into the agent workspace (released: true)"})
+    workspace: str = field(default="per-instance", metadata={
+        "help": "the agent's workspace: per-instance (released: its own folder) or workdir (the task's folder)"})
+
+    def __post_init__(self):
+        if self.workspace not in ("per-instance", "workdir"):
+            raise HarnessError(f"--harness-option workspace={self.workspace}: use per-instance or workdir")
 
 
 class OpenClawHarness(BundledHarness):
     name = "openclaw"
     bundle_name = "openclaw"
+    Options = OpenClawOptions
+    grace_s = 60.0
     tool_deny: tuple[str, ...] = TOOL_DENY
-
-    @property
-    def agent_home(self) -> str:
-        return f"{STATE_ROOT}/{self.name}"
 
     @property
     def state_dir(self) -> str:
@@ -58,15 +73,22 @@ class OpenClawHarness(BundledHarness):
     def config_path(self) -> str:
         return f"{self.state_dir}/openclaw.json"
 
+    @staticmethod
+    def agent_id(ctx: TaskContext) -> str:
+        # the released id, `swe-<instance id>` with dots as dashes, in openclaw's id alphabet
+        return re.sub(r"[^a-z0-9_-]+", "-", f"swe-{ctx.instance_id}".lower())[:64]
+
+    def agent_workspace(self, ctx: TaskContext) -> str:
+        if self.opts.workspace == "workdir":
+            return ctx.workdir
+        return f"{WORKSPACE_ROOT}/{self.agent_id(ctx)}"
+
     def config(self, ctx: TaskContext) -> dict:
-        model_id = self.options.get("model_name") or ctx.model
+        o, model_id, agent = self.opts, self.model_id(ctx), self.agent_id(ctx)
         model = {
-            "id": model_id, "name": model_id,
-            "reasoning": str(self.options.get("reasoning", "")).lower() in ("1", "true", "yes"),
-            "input": ["text"],
+            "id": model_id, "name": model_id, "reasoning": o.reasoning, "input": ["text"],
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},  # the gateway prices runs
-            "contextWindow": int(self.options.get("context_window", CONTEXT_WINDOW)),
-            "maxTokens": int(self.options.get("max_tokens", MAX_TOKENS)),
+            "contextWindow": o.context_window, "maxTokens": o.max_tokens,
             "compat": {"supportsUsageInStreaming": True},
         }
         ref = f"{PROVIDER}/{model_id}"
@@ -75,43 +97,56 @@ class OpenClawHarness(BundledHarness):
                 "baseUrl": openai_base_url(ctx.gateway_url), "apiKey": "${%s}" % TOKEN_ENV,
                 "api": "openai-completions", "models": [model]}}},
             "agents": {
-                "defaults": {"skipBootstrap": True, "model": {"primary": ref}},
-                "entries": {AGENT_ID: {"name": AGENT_ID, "workspace": ctx.workdir,
-                                       "agentDir": f"{self.state_dir}/agents/{AGENT_ID}/agent",
-                                       "identity": {"name": AGENT_ID}, "model": ref}},
+                "defaults": {"skipBootstrap": not o.bootstrap, "model": {"primary": ref}},
+                "entries": {agent: {"name": agent, "workspace": self.agent_workspace(ctx),
+                                    "agentDir": f"{self.state_dir}/agents/{agent}/agent",
+                                    "identity": {"name": agent}, "model": ref}},
             },
+            # released: the agent entry's tools.deny; 2026.9.6 applies the top-level list to every agent
             "tools": {"deny": list(self.tool_deny)},
             "update": {"checkOnStart": False},
             "telemetry": {"enabled": False},
         }
 
+    def config_files(self, ctx: TaskContext) -> dict[str, str]:
+        return {self.config_path: json.dumps(self.config(ctx), indent=2)}
+
     def create_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", self.agent_home], check=True)
-        ctx.workspace.write_file(self.config_path, json.dumps(self.config(ctx), indent=2), mode=0o600)
+        super().create_agent(ctx)
+        if self.opts.workspace == "per-instance":
+            ctx.workspace.exec(["rm", "-rf", self.agent_workspace(ctx)])
+            ctx.workspace.exec(["mkdir", "-p", self.agent_workspace(ctx)], check=True)
 
     def env(self, ctx: TaskContext) -> dict[str, str]:
         return {"OPENCLAW_STATE_DIR": self.state_dir, "OPENCLAW_CONFIG_PATH": self.config_path,
                 TOKEN_ENV: ctx.gateway_token}
 
+    def argv(self, ctx: TaskContext, prompt: str) -> list[str]:
+        message = ["--message", "{prompt}"] if len(prompt.encode()) <= MESSAGE_ARG_MAX else \
+            ["--message-file", "{prompt_file}"]
+        # openclaw's own timeout is the budget; the wrapper kills it grace_s later
+        return [self.bin("openclaw"), "agent", "--agent", self.agent_id(ctx), *message,
+                "--timeout", str(max(1, math.ceil(ctx.budget_s))), "--json", "--local"]
+
     def run_openclaw(self, ctx: TaskContext, prompt: str):
-        # openclaw's own turn timeout (default 600 s) must not end the run before the budget does
-        argv = [self.bin("openclaw"), "agent", "--agent", AGENT_ID, "--message-file", "{prompt_file}",
-                "--json", "--local", "--timeout", str(math.ceil(ctx.budget_s) + 60)]
-        result, stdout, stderr = run_headless(ctx, self.agent_home, argv, self.env(ctx), prompt)
+        result, stdout, stderr = self.run(ctx, self.argv(ctx, prompt), self.env(ctx), prompt)
         return result, stdout, stderr, parse_json(stdout)
 
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
         result, stdout, stderr, data = self.run_openclaw(ctx, prompt)
-        usage = harness_usage(data)
-        return finish("openclaw", result, stdout, stderr, usage, failure(data))
+        return self.finish(result, stdout, stderr, harness_usage(data), failure(data))
 
     def backup_session(self, ctx: TaskContext, dest: Path) -> None:
         # the state dir holds no token (the config names an environment variable); sqlite files included
-        ctx.workspace.copy_out(self.agent_home, dest)
+        super().backup_session(ctx, dest)
+        if self.opts.workspace == "per-instance":  # the bootstrap files and anything else it put there
+            ctx.workspace.copy_out(self.agent_workspace(ctx), dest / self.name)
         export_transcripts(dest / self.name / "state", dest / "transcript.jsonl")
 
     def delete_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", self.agent_home])
+        super().delete_agent(ctx)
+        if self.opts.workspace == "per-instance":
+            ctx.workspace.exec(["rm", "-rf", self.agent_workspace(ctx)])
 
 
 def failure(data: dict | None) -> str:

@@ -1,35 +1,31 @@
-"""`zeroclaw`: ZeroClaw, a single Rust binary, run as `zeroclaw agent -m PROMPT` (the paper's setting).
+"""`zeroclaw`: ZeroClaw, a single Rust binary, run as `zeroclaw agent -m PROMPT` with the released settings.
 
-No reachable registry carries it (PyPI's `zeroclaw` is an unrelated installer, npm has none), so the user
-supplies the executable: `--harness-option binary=/path/to/zeroclaw` or CLAWSWE_ZEROCLAW_BINARY. It must
-run on the instance images (static, or glibc <= 2.31 for the bullseye-based ones). It is copied into each
-instance container at create_agent; no bundle is needed.
+No reachable registry carries it (PyPI's `zeroclaw` is an unrelated installer, npm has none), so its bundle
+is built from the user's executable: `clawswe harness build zeroclaw --binary PATH` (the bundle's version is
+the file's hash). The adapter runs the bundle's binary; with several zeroclaw bundles built, pick one with
+`--harness-option version=...`.
 
-Config, per its documented reference (docs/config-reference.md, docs/custom-providers.md): ZEROCLAW_WORKSPACE
-points at a per-instance dir outside /testbed holding config.toml: the gateway as a `custom:` OpenAI-compatible
-provider with the per-instance token, 300 tool iterations, full autonomy (no approval prompts, commands
-outside its workspace allowed), cost tracking on (its per-turn costs.jsonl). Usage: any costs.jsonl it
-writes under that dir, summed.
+Config: ZEROCLAW_WORKSPACE points at the per-instance agent home outside /testbed holding config.toml, the
+released file key for key (settings.yaml: full autonomy, no sandbox, 300 tool iterations, 128k context,
+xhigh thinking, no loop detection, 180 s shell timeout), with the gateway as the `custom:` provider and the
+per-instance token. The released run sent model traffic through a proxy that keeps 7 tools, converts
+Responses to Chat Completions and forces non-streaming: that shaping is the gateway's (issue 13 §4). The
+wrapper kills it 120 s after the budget. Usage: the costs.jsonl it writes under its workspace, summed.
 
-Not run end to end here: no zeroclaw binary was available on this machine.
+Not run end to end here: no zeroclaw binary was available on this machine (tests use a stub executable).
 """
 from __future__ import annotations
 
 import json
-import os
 import shlex
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from ..gateway.client import openai_base_url
-from ..harness import AgentRun, Harness, HarnessError, TaskContext
-from ._bundled import STATE_ROOT, agent_run, run_cli
+from ..harness import AgentRun, HarnessError, TaskContext
+from ._bundled import BundledHarness, BundledOptions
 
-HOME = f"{STATE_ROOT}/zeroclaw"
-BIN_DIR = f"{STATE_ROOT}/bin"
-ENV_BINARY = "CLAWSWE_ZEROCLAW_BINARY"
-MAX_TOOL_ITERATIONS = 300
-MISSING = ("zeroclaw is on no package registry; pass --harness-option binary=/path/to/zeroclaw "
-           f"or set {ENV_BINARY}")
+NO_BUNDLE = ("zeroclaw is on no package registry; build its bundle from your executable first: "
+             "clawswe harness build zeroclaw --binary /path/to/zeroclaw")
 
 
 def _toml(value) -> str:
@@ -42,56 +38,72 @@ def _toml(value) -> str:
     return json.dumps(str(value))  # a TOML basic string is a JSON string
 
 
-class ZeroClawHarness(Harness):
+@dataclass
+class ZeroClawOptions(BundledOptions):
+    max_iterations: int = field(default=300, metadata={"help": "[agent] max_tool_iterations"})
+    max_context_tokens: int = field(default=128_000, metadata={"help": "[agent] max_context_tokens"})
+    reasoning_effort: str = field(default="xhigh", metadata={
+        "help": "[agent.thinking] default-level and [runtime] reasoning-effort"})
+    shell_timeout: int = field(default=180, metadata={"help": "seconds per shell command"})
+
+
+class ZeroClawHarness(BundledHarness):
     name = "zeroclaw"
+    bundle_name = "zeroclaw"
+    Options = ZeroClawOptions
+    grace_s = 120.0
 
-    def __init__(self, model: str = "", options: dict | None = None):
-        super().__init__(model, options)
-        binary = self.options.get("binary") or os.environ.get(ENV_BINARY)
-        if not binary:
-            raise HarnessError(MISSING)
-        path = Path(binary).expanduser()
-        if not path.is_file():
-            raise HarnessError(f"zeroclaw binary {binary}: no such file")
-        if not os.access(path, os.X_OK):
-            raise HarnessError(f"zeroclaw binary {binary} is not executable (chmod +x it)")
-        self.binary = path.resolve()
+    def default_version(self, recipe) -> str:
+        from ..bundles import built_versions
+        from ..workspace import InfraError, docker_client
 
-    def _config(self, ctx: TaskContext) -> str:
-        top = {
-            "default_provider": "custom:" + openai_base_url(ctx.gateway_url),
-            "api_key": ctx.gateway_token,
-            "default_model": self.options.get("model_name") or ctx.model,
-        }
-        sections = {
-            "agent": {"max_tool_iterations": int(self.options.get("max_iterations", MAX_TOOL_ITERATIONS))},
-            "autonomy": {"level": "full", "workspace_only": False, "allowed_commands": ["*"],
+        try:
+            versions = built_versions(docker_client(), self.bundle_name)
+        except InfraError:
+            versions = []
+        if not versions:
+            raise HarnessError(NO_BUNDLE)
+        if len(versions) > 1:
+            raise HarnessError(f"several zeroclaw bundles are built ({', '.join(versions)}); pick one with "
+                               "--harness-option version=...")
+        return versions[0]
+
+    def config(self, ctx: TaskContext) -> str:
+        o = self.opts
+        provider = "custom:" + openai_base_url(ctx.gateway_url)
+        tables = {
+            "autonomy": {"level": "full", "allowed_commands": ["*"], "forbidden_paths": [], "workspace_only": False,
                          "block_high_risk_commands": False, "require_approval_for_medium_risk": False,
-                         "max_actions_per_hour": 100000, "max_cost_per_day_cents": 100000000},
-            "cost": {"enabled": True, "daily_limit_usd": 1e6, "monthly_limit_usd": 1e6},
-            "browser": {"enabled": False},
-            "http_request": {"enabled": False},
-            "skills": {"open_skills_enabled": False},
+                         "max_actions_per_hour": 99999, "max_cost_per_day_cents": 999999,
+                         "shell_timeout_secs": o.shell_timeout},
+            "security.sandbox": {"enabled": False},
+            "agent": {"max_tool_iterations": o.max_iterations, "max_context_tokens": o.max_context_tokens},
+            "agent.thinking": {"default-level": o.reasoning_effort},
+            "runtime": {"reasoning-effort": o.reasoning_effort},
+            "pacing": {"loop_detection_enabled": False},
+            "providers": {"fallback": provider},
+            f"providers.models.{json.dumps(provider)}": {"api_key": ctx.gateway_token, "model": self.model_id(ctx),
+                                                         "wire_api": "chat_completions", "timeout_secs": 300},
+            "shell_tool": {"timeout_secs": o.shell_timeout},
         }
-        lines = [f"{k} = {_toml(v)}" for k, v in top.items()]
-        for name, table in sections.items():
+        lines = ["schema_version = 2"]
+        for name, table in tables.items():
             lines += ["", f"[{name}]"] + [f"{k} = {_toml(v)}" for k, v in table.items()]
         return "\n".join(lines) + "\n"
 
-    def create_agent(self, ctx: TaskContext) -> None:
-        ws = ctx.workspace
-        ws.exec(["rm", "-rf", HOME])
-        ws.write_file(f"{BIN_DIR}/zeroclaw", self.binary.read_bytes(), mode=0o755)
-        ws.write_file(f"{HOME}/config.toml", self._config(ctx), mode=0o600)
+    def config_files(self, ctx: TaskContext) -> dict[str, str]:
+        return {f"{self.agent_home}/config.toml": self.config(ctx)}
+
+    def argv(self, ctx: TaskContext) -> list[str]:
+        return [self.bin("zeroclaw"), "agent", "-m", "{prompt}"]
 
     def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
-        cmd = f"{BIN_DIR}/zeroclaw agent -m \"$(cat {HOME}/prompt.txt)\" </dev/null"
-        env = {"ZEROCLAW_WORKSPACE": HOME, "ZEROCLAW_OPEN_SKILLS_ENABLED": "false"}
-        result = run_cli(ctx, cmd, env=env, prompt=prompt, prompt_path=f"{HOME}/prompt.txt")
-        return agent_run(result, self._usage(ctx))
+        env = {"ZEROCLAW_WORKSPACE": self.agent_home}
+        result, stdout, stderr = self.run(ctx, self.argv(ctx), env, prompt)
+        return self.finish(result, stdout, stderr, self._usage(ctx))
 
     def _usage(self, ctx: TaskContext) -> dict:
-        found = ctx.workspace.exec(f"find {shlex.quote(HOME)} -name costs.jsonl -exec cat {{}} +")
+        found = ctx.workspace.exec(f"find {shlex.quote(self.agent_home)} -name costs.jsonl -exec cat {{}} +")
         usage: dict = {}
         for line in found.stdout.splitlines():
             try:
@@ -107,9 +119,3 @@ class ZeroClawHarness(Harness):
                     usage[ours] = usage.get(ours, 0) + record[theirs]
             usage["requests"] = usage.get("requests", 0) + 1
         return usage
-
-    def backup_session(self, ctx: TaskContext, dest: Path) -> None:
-        ctx.workspace.copy_out(HOME, dest)
-
-    def delete_agent(self, ctx: TaskContext) -> None:
-        ctx.workspace.exec(["rm", "-rf", HOME, BIN_DIR])

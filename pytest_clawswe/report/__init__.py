@@ -56,7 +56,9 @@ def build_report(runs: list[Run], out: Path, compare: tuple[Run, Run] | None = N
     level = f"{100 * confidence:g}%"
     sections = [
         ("Runs", html.runs_html(runs, out)),
-        ("Main table", html.table_html(main) + html.files_html(written["main"], out)
+        ("Main table", html.table_html(main)
+         + Markup("").join(html.note(f"† {c.label}: {c.note}") for c in columns if c.note)
+         + html.files_html(written["main"], out)
          + html.note("Pass@1 = resolved / all instances of the run (errors count as not resolved). "
                      "Cache hit = cache read / (input + cache read). Cost is unknown if any instance's model "
                      "has no price.")),
@@ -84,7 +86,8 @@ def build_report(runs: list[Run], out: Path, compare: tuple[Run, Run] | None = N
     return written
 
 
-def build_published_report(out: Path, source: Path = PUBLISHED_RESULTS) -> dict[str, list[Path]]:
+def build_published_report(out: Path, source: Path = PUBLISHED_RESULTS,
+                           with_post_paper: bool = False) -> dict[str, list[Path]]:
     """Regenerate Tables 2 and 3, their per-language tables and the Figure 1 frontier from the
     published results JSON."""
     out.mkdir(parents=True, exist_ok=True)
@@ -99,11 +102,13 @@ def build_published_report(out: Path, source: Path = PUBLISHED_RESULTS) -> dict[
         written[f"{name}_languages"] = tables.write_table(langs, out, f"{name}_per_language", header)
         points, unplotted = plots.points_from_columns(columns)
         figure = "figure1_pareto" if name == "table3" else f"{name}_pareto"
-        written[figure] = plots.pareto_plot(points, out / figure, f"{title}: Pass@1 vs total cost", unplotted)
+        written[figure] = plots.pareto_plot(points, out / figure, f"{title}: Pass@1 vs total cost", unplotted,
+                                            with_post_paper)
         written[f"{name}_language_chart"] = plots.language_chart(
             columns, out / f"{name}_per_language", f"{title}: Pass@1 per language (%)")
-        notes = Markup("").join(html.note(f"† {c.model}: {c.note}") for c in columns if c.note)
-        caption = f"{title}: Pass@1 against total cost. Pareto frontier: {_frontier_text(points)}"
+        notes = Markup("").join(html.note(f"† {c.model}: {c.note}" + ("" if with_post_paper else
+                                ", not part of the paper's frontier")) for c in columns if c.note)
+        caption = f"{title}: Pass@1 against total cost. Pareto frontier: {_frontier_text(points, with_post_paper)}"
         sections += [
             (title, html.table_html(main) + notes + html.files_html(written[name], out)
              + html.figure_html(written[figure], out, caption)),
@@ -118,8 +123,8 @@ def build_published_report(out: Path, source: Path = PUBLISHED_RESULTS) -> dict[
     return written
 
 
-def _frontier_text(points: list[plots.Point]) -> str:
-    return "; ".join(config_label(p.harness, p.model) for p in plots.frontier(points)) or "none"
+def _frontier_text(points: list[plots.Point], with_post_paper: bool = False) -> str:
+    return "; ".join(config_label(p.harness, p.model) for p in plots.frontier(points, with_post_paper)) or "none"
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -131,7 +136,7 @@ def run_report(args: argparse.Namespace) -> int:
     if args.published:
         if args.run_dirs or args.compare:
             raise UserError("--published regenerates the published tables alone; report runs in a separate call")
-        written = build_published_report(out)
+        written = build_published_report(out, with_post_paper=args.with_post_paper)
         print((out / "table3.md").read_text())
         table3, _ = plots.points_from_columns(published.table_columns(published.load_published(), "table3"))
         print(f"Figure 1 Pareto frontier (Table 3, cost vs Pass@1): {_frontier_text(table3)}\n")
@@ -178,6 +183,8 @@ def add_cli(subparsers) -> None:
                         help="compare these two runs on their common instances (paired test)")
     parser.add_argument("--published", action="store_true",
                         help="regenerate Tables 2 and 3 and the Figure 1 frontier from the published results")
+    parser.add_argument("--with-post-paper", action="store_true",
+                        help="with --published: let post-paper rows (e.g. GLM 5.2) into the Pareto frontier")
     parser.add_argument("--prices", metavar="FILE",
                         help="re-price every instance from its token usage with these prices (YAML/JSON)")
     parser.add_argument("--confidence", type=float, default=0.95,

@@ -39,6 +39,16 @@ class Run:
         return {r.instance_id: r.outcome == RESOLVED for r in self.results}
 
 
+class PublishedCost(float):
+    """A published cost that prints with the decimals the paper gives ($85.84 from its prose, $1,399.1 from
+    its table), never padded or rounded to another precision."""
+
+    def __new__(cls, value: float, decimals: int):
+        obj = super().__new__(cls, value)
+        obj.decimals = decimals
+        return obj
+
+
 @dataclass
 class Column:
     """One row of the main table: a harness × model configuration (one run of it, for runs)."""
@@ -131,8 +141,22 @@ def column_from_run(run: Run) -> Column:
         apply_failed=s["apply_failed"],
         errors=s["errors"],
         per_language={lang: (v["resolved"], v["instances"]) for lang, v in s["per_language"].items()},
+        note=protocol_note(run.info),
         run=run,
     )
+
+
+def protocol_note(info: dict) -> str:
+    """How a run left the paper's protocol (run.json): the --no-purge ablation, --retries, harness options a
+    user set. "" when it ran as the paper did."""
+    parts = []
+    if info.get("purge") is False:
+        parts.append("ABLATION --no-purge: future commits kept, not comparable with the paper")
+    if info.get("retries"):
+        parts.append(f"--retries {info['retries']} (the paper: one attempt)")
+    if info.get("harness_options"):
+        parts.append("harness options " + ", ".join(f"{k}={v}" for k, v in sorted(info["harness_options"].items())))
+    return "; ".join(parts)
 
 
 def columns_from_runs(runs: list[Run]) -> list[Column]:

@@ -63,9 +63,19 @@ def points_from_columns(columns: list[Column]) -> tuple[list[Point], list[str]]:
     return points, unplotted
 
 
-def frontier(points: list[Point]) -> list[Point]:
+POST_PAPER = "post-paper"
+
+
+def front_indices(points: list[Point], with_post_paper: bool = False) -> list[int]:
+    """Indices of the non-dominated points (cheapest first). Post-paper points (e.g. GLM 5.2) are not in the
+    paper's frontier: they are drawn, but neither on it nor dominating it, unless asked."""
+    eligible = [i for i, p in enumerate(points) if with_post_paper or p.note != POST_PAPER]
+    return [eligible[j] for j in pareto_front([(points[i].cost, points[i].score) for i in eligible])]
+
+
+def frontier(points: list[Point], with_post_paper: bool = False) -> list[Point]:
     """The non-dominated points (cheapest first)."""
-    return [points[i] for i in pareto_front([(p.cost, p.score) for p in points])]
+    return [points[i] for i in front_indices(points, with_post_paper)]
 
 
 def shared_setting(points: list[Point]) -> str:
@@ -93,7 +103,8 @@ def _usd_tick(value: float, _pos) -> str:
     return f"${value:.2g}"
 
 
-def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str] | tuple[str, ...] = ()) -> list[Path]:
+def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str] | tuple[str, ...] = (),
+                with_post_paper: bool = False) -> list[Path]:
     """Pass@1 (y) against total cost (log x), the frontier drawn as a step line, every point labelled."""
     if not points:  # say so, rather than draw empty axes that look like a bug
         fig, ax = plt.subplots(figsize=(9, 2.5))
@@ -108,7 +119,7 @@ def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str
     models = list(dict.fromkeys(p.model for p in points))
     colors = {h: plt.get_cmap("tab10")(i % 10) for i, h in enumerate(harnesses)}
     markers = {m: MARKERS[i % len(MARKERS)] for i, m in enumerate(models)}
-    front = pareto_front([(p.cost, p.score) for p in points])  # sorted by cost
+    front = front_indices(points, with_post_paper)  # sorted by cost
 
     for i, p in enumerate(points):
         on_front = i in front

@@ -12,13 +12,35 @@ from functools import cache
 from pathlib import Path
 
 from ..paths import INSTANCES_DIR, PUBLISHED_RESULTS
-from .columns import Column
+from .columns import Column, PublishedCost
 
 FULL_LIST = INSTANCES_DIR / "claw_swe_bench_full_350.json"
 TABLES = {
     "table2": ("table2_openclaw_x_models", "Table 2: OpenClaw × models"),
     "table3": ("table3_claws_x_models", "Table 3: claws × models"),
 }
+
+
+# Costs the paper's prose gives to the cent where its tables round to $0.1 (issue 13 §8)
+PROSE_COSTS = {("GenericAgent", "GLM 5.1"): 85.84, ("ZeroClaw", "Qwen 3.6-flash"): 49.26,
+               ("OpenClaw", "Qwen 3.6-flash"): 71.47, ("openclaw", "Qwen 3.6-flash"): 71.47}
+
+
+def _cost(row: dict) -> float | None:
+    """The published cost at the precision the paper gives it."""
+    if (row["claw"], row["model"]) in PROSE_COSTS:
+        return PublishedCost(PROSE_COSTS[row["claw"], row["model"]], 2)
+    value = row.get("total_cost_usd")
+    if value is None:
+        return None
+    text = repr(float(value))
+    return PublishedCost(value, max(1, len(text.split(".")[1]) if "." in text else 1))
+
+
+def _tokens(row: dict, key: str) -> int | None:
+    """Table 2/3's In/Out columns (millions of tokens), when the data carries them."""
+    value = row.get(key)
+    return None if value is None else round(float(value) * 1_000_000)
 
 
 def load_published(path: Path = PUBLISHED_RESULTS) -> dict:
@@ -40,7 +62,9 @@ def column_from_row(row: dict) -> Column:
         model=row["model"],
         instances=row["instances"],
         resolved=row["resolved"],
-        cost_usd=row.get("total_cost_usd"),
+        cost_usd=_cost(row),
+        input_tokens=_tokens(row, "input_tokens_m"),
+        output_tokens=_tokens(row, "output_tokens_m"),
         mean_duration_s=row.get("avg_duration_s"),
         mean_turns=row.get("avg_turns"),
         cache_hit_rate=pct("cache_hit_pct"),

@@ -20,6 +20,9 @@ from .columns import Column, Run, group_repeats, language_order, repeat_label
 
 
 def _usd(value: float) -> str:
+    decimals = getattr(value, "decimals", None)  # a published cost: the paper's own precision
+    if decimals is not None:
+        return f"{value:,.{decimals}f}"
     # demo runs cost fractions of a cent: keep two significant digits rather than print 0.00
     return f"{value:,.2f}" if value >= 0.01 or value == 0 else f"{value:.2g}"
 
@@ -72,8 +75,13 @@ def main_table(columns: list[Column]) -> pd.DataFrame:
             "Errors": c.errors,
         })
     table = pd.DataFrame(rows)
-    # published data lacks some measures (tokens); a run has them all, and shows "unknown" where so
-    return table if any(c.run for c in columns) else _drop_empty(table)
+    if not table.empty:  # object dtype: a published cost keeps its precision (a float64 column would drop it)
+        table["Cost ($)"] = pd.Series([c.cost_usd for c in columns], dtype=object, index=table.index)
+    if any(c.run for c in columns):  # a run has every measure, and shows "unknown" where so
+        return table
+    # published data lacks some measures; the paper's In/Out token columns stay, "—" where the data lacks them
+    kept = {"Input tokens", "Output tokens"}
+    return table[[c for c in table.columns if c in kept or table[c].notna().any()]]
 
 
 def language_table(columns: list[Column]) -> pd.DataFrame:
