@@ -164,9 +164,5 @@ def prepared_image(client: docker.DockerClient, image: str, base_commit: str, gi
     with Workspace(client, image, labels={**labels, LABEL_ROLE: "prepare"}, network="none") as ws:
         prepare(ws, base_commit, gitignore)
         repo, _, version = tag.rpartition(":")
-        try:
-            ws.container.commit(repository=repo, tag=version, conf={
-                "Labels": {LABEL_SOURCE: image, "clawswe.prepared": PREP_VERSION}})
-        except docker.errors.DockerException as exc:
-            raise InfraError(f"could not save the prepared image {tag}: {exc}") from exc
+        ws.commit(repo, version, {LABEL_SOURCE: image, "clawswe.prepared": PREP_VERSION})
     return tag, time.monotonic() - start

@@ -171,6 +171,7 @@ class Runner:
                 result.error = run.message
 
             t = time.monotonic()
+            ws.kill_all()  # again: backup_session and delete_agent ran the adapter's own commands
             for path in self.harness.workspace_artifacts:
                 ws.copy_out(f"{ctx.workdir}/{path}", work / "workspace_artifacts")
             scrub_artifacts(ws, self.harness.workspace_artifacts, ctx.workdir)
@@ -222,8 +223,9 @@ class Runner:
                                    message=f"stopped: the agent's container wrote {disk.tripped_at / 2**30:.1f} GiB, "
                                            f"over the disk limit of {self.config.disk_limit / 2**30:.1f} GiB")
             finally:
-                if run is None or run.finish_reason in ("timeout", "disk_limit"):
-                    ctx.workspace.kill_all()  # nothing of the agent may outlive its budget
+                # whatever the finish reason, nothing the agent started may run on: a process left behind
+                # would change the tree the patch is read from (or the retry's fresh start)
+                ctx.workspace.kill_all()
                 try:
                     self.harness.backup_session(ctx, ctx.artifacts_dir / "session")
                 finally:
