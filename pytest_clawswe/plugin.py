@@ -59,6 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--network", choices=("locked", "open"), default="locked",
                 help="locked (default): agents reach the model gateway and nothing else; open: the Docker "
                      "default network, e.g. for harnesses that must install something")
+    g.addoption("--cache-level", choices=("auto", "none", "base", "instance"), default="auto",
+                help="images kept when an item ends: instance (the instance and prepared images), base (what "
+                     "they are built on), none; auto (default): instance for runs of up to 25 items, else base")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
 
@@ -117,7 +120,7 @@ def _run_config(config: pytest.Config) -> RunConfig:
                      pids_limit=config.getoption("pids_limit") or None,
                      disk_limit=disk_limit,
                      dataset_revision=config.getoption("dataset_revision"), harness_options=options,
-                     prices_file=config.getoption("prices"))
+                     prices_file=config.getoption("prices"), cache_level=config.getoption("cache_level"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -220,6 +223,9 @@ class BenchmarkSession:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.config.stash[ITEMS_KEY] = list(session.items)
+        from .cache import resolve
+
+        self.cfg.cache_level = resolve(self.cfg.cache_level, len(session.items))  # xdist workers see every item
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
@@ -232,6 +238,7 @@ class BenchmarkSession:
         _remove_leftovers(self.cfg.run_id, wait_s=60)
         self._rebuild()
         summary_file = self.cfg.run_dir / "summary.json"
+        _add_disk_use(self.cfg, summary_file, len(self.config.stash.get(ITEMS_KEY, [])))
         from _pytest.junitxml import xml_key
 
         xml = self.config.stash.get(xml_key, None)
@@ -260,8 +267,13 @@ class BenchmarkSession:
         tr.write_line(f"run dir: {self.cfg.run_dir}")
         from .summary import terminal_lines
 
-        for line in terminal_lines(json.loads(summary_file.read_text())):
+        summary = json.loads(summary_file.read_text())
+        for line in terminal_lines(summary):
             tr.write_line(line)
+        if summary.get("disk"):
+            from .cache import disk_line
+
+            tr.write_line(disk_line(summary["disk"]))
 
 
 def _docker_or_usage_error():
@@ -298,6 +310,26 @@ def _start_gateway(cfg: RunConfig, client):
     return gateway
 
 
+def _add_disk_use(cfg: RunConfig, summary_file: Path, items: int) -> None:
+    """The run's disk use (its folder, the images it leaves) into summary.json; skipped when unknown."""
+    import json
+
+    from .cache import disk_use, resolve
+    from .results import write_atomic
+
+    if not summary_file.is_file():
+        return
+    try:
+        images = [json.loads(m.read_text()).get("image") for m in (cfg.run_dir / "instances").glob("*/metadata.json")]
+        disk = disk_use(docker.from_env(timeout=30), cfg.run_dir, [i for i in images if i],
+                        resolve(cfg.cache_level, items))
+        summary = json.loads(summary_file.read_text())
+        summary["disk"] = disk
+        write_atomic(summary_file, json.dumps(summary, indent=2) + "\n")
+    except (docker.errors.DockerException, OSError, ValueError):
+        return
+
+
 def _write_run_info(config: pytest.Config, cfg: RunConfig) -> None:
     import json
 
@@ -311,6 +343,7 @@ def _write_run_info(config: pytest.Config, cfg: RunConfig) -> None:
         "budget_s": cfg.budget_s, "eval_timeout_s": cfg.eval_timeout_s,
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit,
         "dataset_revision": cfg.dataset_revision, "harness_options": cfg.harness_options,
+        "cache_level": cfg.cache_level,
     })
     info.setdefault("started_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     info.setdefault("invocations", []).append(" ".join(shlex.quote(a) for a in sys.argv))

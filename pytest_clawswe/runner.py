@@ -14,6 +14,7 @@ from pathlib import Path
 
 import docker.errors
 
+from .cache import ImageLease, release_images
 from .harness import AgentRun, Harness, TaskContext
 from .instances import Instance, load_row
 from .patch import collect_patch, scrub_artifacts
@@ -51,6 +52,7 @@ class RunConfig:
     harness_spec: str = ""  # what to load: an installed name, module:Class or file.py:Class
     prices_file: str | None = None  # extra or overriding model prices (see prices.py)
     network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
+    cache_level: str = "instance"  # which images an item leaves behind when it ends (see cache.py)
 
     @property
     def model_label(self) -> str:
@@ -101,6 +103,7 @@ class Runner:
                                 image=instance.image)
         timings = result.timings
         started = time.monotonic()
+        self._lease = ImageLease()
         try:
             try:
                 self._run_phases(instance, work, result)
@@ -121,7 +124,10 @@ class Runner:
             raise
         finally:
             timings["total"] = round(time.monotonic() - started, 3)
-            self._commit(work, final_dir, result)
+            try:
+                self._commit(work, final_dir, result)
+            finally:  # the item is over, whatever its end: its images go if the cache level says so
+                release_images(self.client, self._lease, self.config.cache_level, self.progress)
         return result
 
     def _run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
@@ -133,6 +139,7 @@ class Runner:
         (work / "prompt.txt").write_text(prompt)
 
         t = time.monotonic()
+        self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
         self._ensure_image(instance, row)
         image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
                                        self.labels, progress=self.progress)
