@@ -6,11 +6,13 @@ crash at any moment leaves each instance either complete or absent, never half-w
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import docker.errors
 
@@ -21,6 +23,7 @@ from .patch import collect_patch, scrub_artifacts
 from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, instance_dir, write_atomic
 from .workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, DiskWatch, InfraError, Workspace, owner_label
+from .workspace_api import BaseWorkspace
 
 RETRIES_ON_HARNESS_ERROR = 1  # the paper's setting
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
@@ -69,6 +72,8 @@ class Runner:
         from .prices import PriceBook
 
         self.prices = PriceBook.from_file(config.prices_file)
+        # how an item's sandbox is made: another engine puts its own BaseWorkspace here (docs/scale-out.md)
+        self.workspace_factory: Callable[..., BaseWorkspace] = functools.partial(Workspace, client)
         self._harness_ready = False
 
     def close(self) -> None:
@@ -151,8 +156,8 @@ class Runner:
         labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}
         docker_args = {"network": cfg.network, **self.harness.get_docker_args(instance.instance_id)}
         t = time.monotonic()
-        ws = Workspace(self.client, image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
-                       **docker_args)
+        ws = self.workspace_factory(image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
+                                    **docker_args)
         with ws:
             timings["container_start"] = round(time.monotonic() - t, 3)
             t = time.monotonic()

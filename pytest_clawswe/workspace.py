@@ -234,10 +234,9 @@ class Workspace(BaseWorkspace):
         except docker.errors.DockerException as exc:
             raise InfraError(f"exec in container failed: {exc}") from exc
         # only the tail: an agent that prints without end must not fill the host's memory
-        size = self.exec(["sh", "-c", f"wc -c < {log} 2>/dev/null || echo 0"]).stdout.strip()
-        output = self.exec(["sh", "-c", f"tail -c {max_output} {log} 2>/dev/null; rm -f {log}"],
-                           max_output=max_output).stdout
-        truncated = size.isdigit() and int(size) > max_output
+        read = f"wc -c < {log} 2>/dev/null || echo 0; tail -c {max_output} {log} 2>/dev/null; rm -f {log}"
+        size, _, output = self.exec(["sh", "-c", read], max_output=max_output + 32).stdout.partition("\n")
+        truncated = size.strip().isdigit() and int(size) > max_output
         return ExecResult(code, output, time.monotonic() - start, truncated=truncated)
 
     def disk_used(self) -> int:
