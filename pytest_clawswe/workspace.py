@@ -329,19 +329,25 @@ class Workspace(BaseWorkspace):
         except docker.errors.NotFound:
             return False
         dest_dir.mkdir(parents=True, exist_ok=True)
-        copied, left_out = 0, []
+        left_out: list[str] = []
+
+        def within_cap(tar):  # lazily, in stream order: extractall takes each member as it is read
+            copied = 0
+            for member in tar:
+                if member.issym() or member.islnk() or member.isdev():
+                    continue
+                if copied + member.size > max_bytes:
+                    left_out.append(member.name)
+                    if len(left_out) > 1000:
+                        return  # stop reading: what is left is not copied anyway
+                    continue
+                copied += member.size
+                yield member
+
         try:
             with tarfile.open(fileobj=_ChunkReader(stream, None), mode="r|") as tar:
-                for member in tar:
-                    if member.issym() or member.islnk() or member.isdev():
-                        continue
-                    if copied + member.size > max_bytes:
-                        left_out.append(member.name)
-                        if len(left_out) > 1000:
-                            break  # stop reading: what is left is not copied anyway
-                        continue
-                    copied += member.size
-                    tar.extract(member, dest_dir, filter="data")
+                # extractall, not extract: it sets a folder's mode only after filling it
+                tar.extractall(dest_dir, members=within_cap(tar), filter="data")
         finally:
             stream.close()
         if left_out:
