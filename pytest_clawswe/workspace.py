@@ -106,11 +106,11 @@ class DiskWatch:
 NO_INTER_CONTAINER = {"com.docker.network.bridge.enable_icc": "false"}
 
 # Default capabilities no harness uses. NET_RAW: raw sockets (ARP/ICMP spoofing of the bridge, ping sweeps of
-# the run network); MKNOD: device nodes; AUDIT_WRITE: the host's audit log; SETFCAP: file capabilities (a
-# root agent could plant a capability-carrying binary in a shared volume). What stays (CHOWN, DAC_OVERRIDE,
-# FOWNER, FSETID, KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT) is what package managers, git,
-# npm, pip and test suites use.
-DROPPED_CAPABILITIES = ("NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP")
+# the run network); MKNOD: device nodes; AUDIT_WRITE: the host's audit log; SETFCAP and SETPCAP: file and
+# process capability changes (a root agent planting a capability-carrying binary). What stays (CHOWN,
+# DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, NET_BIND_SERVICE, SYS_CHROOT) is what package managers,
+# git, npm, pip and repositories' test suites use (apt drops to its _apt user; a test may bind port 80).
+DROPPED_CAPABILITIES = ("NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SETPCAP")
 
 
 def create_locked_network(client, name: str, labels: dict[str, str]) -> None:
