@@ -136,3 +136,19 @@ def test_every_host_read_of_agent_output_is_capped(docker_client, python_demo, t
         assert sum(p.stat().st_size for p in (tmp_path / "out").glob("f*")) <= 7_000_000
         note = (tmp_path / "COPY_TRUNCATED.txt").read_text()
         assert note.count("out/f") == 2
+
+
+def test_a_diff_too_big_to_read_back_is_no_patch_not_a_cut_one(docker_client, python_demo):
+    from pytest_clawswe.patch import MAX_DIFF_BYTES, collect_patch
+
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-caps"}) as ws:
+        base = ws.exec("git rev-parse HEAD", workdir="/testbed", check=True).stdout.strip()
+        # two text files under the per-file limit, together over the diff cap
+        ws.exec("for f in a b; do yes 'a line of generated text' | head -c 36000000 > /testbed/gen_$f.txt; done",
+                check=True)
+        patch = collect_patch(ws, base)
+        assert patch.clean == "" and "larger than" in patch.dropped[0]
+        assert 2 * 36000000 > MAX_DIFF_BYTES
+        ws.exec("rm /testbed/gen_b.txt && echo 'x = 1' > /testbed/small.py", check=True)
+        patch = collect_patch(ws, base)
+        assert "small.py" in patch.clean and "gen_a.txt" in patch.clean  # one 36 MB file is read whole
