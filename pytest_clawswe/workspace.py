@@ -255,7 +255,9 @@ class Workspace(BaseWorkspace):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                result = self.container.exec_run(["sh", "-c", _KILL_PASS, "sh", self._main_pid], user="root")
+                # workdir /: the image's own (/testbed) may be gone, and an exec cannot start in it then
+                result = self.container.exec_run(["sh", "-c", _KILL_PASS, "sh", self._main_pid], user="root",
+                                                 workdir="/")
                 if result.exit_code == 0:
                     return
                 if result.exit_code not in (1,):  # the pass itself could not run: make room for it
