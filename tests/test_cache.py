@@ -114,3 +114,20 @@ def test_level_none_also_removes_a_base_the_build_pulled_once_nothing_else_uses_
 def test_auto_keeps_a_small_run_and_bounds_a_full_one():
     assert resolve("auto", 8) == "instance" and resolve("auto", 350) == "base"
     assert resolve("none", 1) == "none"
+
+
+def test_two_workers_on_one_image_the_last_one_out_removes_it(pytester, docker_client, python_demo, own_copy,
+                                                              tmp_path):
+    """Two items of one run on the same image, on two xdist workers, under `base`: neither removes the image
+    while the other uses it, both resolve, and nothing of it is left at the end."""
+    row = next(r for r in load_local_rows(DEMO_TASK_REPO) if r["instance_id"] == python_demo.instance_id)
+    dataset = tmp_path / "twins.jsonl"
+    dataset.write_text("".join(json.dumps({**row, "instance_id": row["instance_id"] + suffix, "image": own_copy})
+                               + "\n" for suffix in ("", "-twin")))
+    run_dir = tmp_path / "run"
+    result = pytester.runpytest_subprocess(
+        "--harness=oracle", "--dataset", str(dataset), "--run-dir", str(run_dir), "--cache-level", "base", "-n", "2",
+        "-p", "no:cacheprovider", timeout=900)
+    result.assert_outcomes(passed=2)
+    assert not exists(docker_client, own_copy)
+    assert docker_client.images.list(filters={"label": f"{SOURCE_LABEL}={own_copy}"}) == []
