@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HARNESSES = ROOT / "tests" / "container_harnesses.py"
 
 
-@pytest.mark.parametrize("reason", ["stop", "error"])
+@pytest.mark.parametrize("reason", ["stop", "error", "timeout"])
 def test_no_agent_process_outlives_the_agent_phase_whatever_the_finish_reason(pytester, python_demo, tmp_path,
                                                                                reason):
     run_dir = tmp_path / "run"
