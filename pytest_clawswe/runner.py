@@ -10,9 +10,9 @@ import functools
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import docker.errors
 

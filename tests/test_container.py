@@ -6,8 +6,13 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe import hostguard
-from pytest_clawswe.workspace import (DROPPED_CAPABILITIES, LABEL_RUN, MAX_EXEC_OUTPUT, Workspace,
-                                      create_locked_network)
+from pytest_clawswe.workspace import (
+    DROPPED_CAPABILITIES,
+    LABEL_RUN,
+    MAX_EXEC_OUTPUT,
+    Workspace,
+    create_locked_network,
+)
 from pytest_clawswe.workspace_api import BaseWorkspace
 
 pytestmark = pytest.mark.docker
@@ -78,8 +83,9 @@ def test_agents_of_one_run_cannot_reach_each_other_but_reach_the_gateway(docker_
         a, b = agents
         b_ip = docker_client.containers.get(b.container.id).attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
         b.container.exec_run(["python3", "-m", "http.server", "8000", "--bind", "0.0.0.0"], detach=True)
-        assert b.exec(["sh", "-c", "for i in $(seq 50); do python3 - 127.0.0.1 8000 <<'E' | grep -q reached "
-                                   f"&& exit 0; sleep 0.1; done; exit 1\n{REACH}\nE"]).exit_code == 0
+        wait = ("for i in $(seq 50); do python3 - 127.0.0.1 8000 <<'E' | grep -q reached && exit 0; sleep 0.1; "
+                f"done; exit 1\n{REACH}\nE")
+        assert b.exec(["sh", "-c", wait]).exit_code == 0
         assert b.exec(["python3", "-c", REACH, b_ip, "8000"]).stdout.startswith("reached")  # it listens
         seen = a.exec(["python3", "-c", REACH, b_ip, "8000"]).stdout
         assert seen.startswith("blocked"), seen  # ... but not for the other agent
