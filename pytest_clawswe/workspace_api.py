@@ -36,7 +36,7 @@ class ExecResult:
 class BaseWorkspace(abc.ABC):
     """A sandbox for one item with /testbed in it. Use as a context manager: removed on every path.
 
-    Engine failures raise errors.InfraError (the item errors, never fails); the agent's doings never do."""
+    Engine failures raise InfraError (the item errors, never fails); what the agent does never does."""
 
     @abc.abstractmethod
     def start(self) -> "BaseWorkspace":
