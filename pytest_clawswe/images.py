@@ -18,6 +18,7 @@ import docker
 import docker.errors
 
 from pytest_clawswe.errors import InfraError, UserError
+from pytest_clawswe.cache import PULLED_BASE_LABEL, missing_bases
 from pytest_clawswe.paths import DEMO_TASK_REPO
 
 from pytest_clawswe.labels import LABEL_CONTEXT_HASH as HASH_LABEL, LABEL_IMAGE_INSTANCE as INSTANCE_LABEL
@@ -88,6 +89,10 @@ def _build_one(client, instance: dict, prefix: str, force: bool, progress: Progr
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{iid}.log"
     labels = {HASH_LABEL: context_hash(task_dir), INSTANCE_LABEL: iid}
+    dockerfile = Path(task_dir, "Dockerfile")
+    pulled = missing_bases(client, dockerfile) if dockerfile.is_file() else []
+    if pulled:  # `--cache-level none` removes these with the instance image (see cache.py)
+        labels[PULLED_BASE_LABEL] = ",".join(pulled)
     previous = _local_image(client, tag)
     started = time.monotonic()
     last_error = None

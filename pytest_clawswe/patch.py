@@ -19,6 +19,7 @@ DROPPED_FILES = frozenset({
     "Cargo.lock", "poetry.lock", "Gemfile.lock", "composer.lock", "Pipfile.lock", "go.sum",
 })
 MAX_FILE_MB = 50  # no source change is this big; larger new or changed files are left out of the patch
+MAX_DIFF_BYTES = 64 * 2**20  # the whole diff as read back to the host: past it, no patch
 NO_REPOSITORY = 42  # exit code of the collection script when /testbed/.git is gone
 BIG_FILES_END = "--- clawswe: end of big files"  # the script prints the big files' paths, this line, the diff
 _SECTION = re.compile(r"^diff --git ", re.MULTILINE)
@@ -118,11 +119,13 @@ if [ -s /tmp/.clawswe-binary ]; then git reset -q {base_commit} --pathspec-from-
 git -c core.quotePath=true diff --no-color --no-ext-diff --cached {base_commit}
 rm -f "$GIT_INDEX_FILE" /tmp/.clawswe-binary /tmp/.clawswe-spec
 """
-    result = ws.exec(["bash", "-c", script])
+    result = ws.exec(["bash", "-c", script], max_output=MAX_DIFF_BYTES)
     if result.exit_code == NO_REPOSITORY:  # the agent deleted the repository: an empty patch, not an error
         return CollectedPatch("", "", [f"{workdir}: the repository is gone after the agent ran"])
     if result.exit_code != 0:
         raise InfraError(f"collecting the patch from {workdir} failed: {result.output.strip()[-500:]}")
+    if result.truncated:  # only the diff's tail was kept, and a diff cut anywhere is no patch
+        return CollectedPatch("", "", [f"{workdir}: the diff is larger than {MAX_DIFF_BYTES >> 20} MiB, not read"])
     listed, _, raw = result.stdout.partition(BIG_FILES_END + "\n")
     clean, dropped = clean_patch(raw)
     big = [f"{path}: larger than {MAX_FILE_MB} MiB, not read" for path in listed.splitlines() if path]

@@ -57,6 +57,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "(default: 0, as the released code)")
     g.addoption("--no-purge", action="store_true",
                 help="ABLATION (paper §5.3): keep the image's future commits; results are not comparable")
+    g.addoption("--cache-level", choices=("auto", "none", "base", "instance"), default="auto",
+                help="images kept when an item ends: instance (the instance and prepared images), base (what "
+                     "they are built on), none; auto (default): instance for runs of up to 25 items, else base")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
 

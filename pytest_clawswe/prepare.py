@@ -171,8 +171,7 @@ def prepared_image(client: docker.DockerClient, image: str, base_commit: str, gi
         prepare(ws, base_commit, gitignore, purge)
         repo, _, version = tag.rpartition(":")
         try:
-            ws.container.commit(repository=repo, tag=version, conf={
-                "Labels": {LABEL_SOURCE: image, LABEL_PREPARED: PREP_VERSION}})
+            ws.commit(repo, version, {LABEL_SOURCE: image, LABEL_PREPARED: PREP_VERSION})
         except docker.errors.DockerException as exc:
             raise InfraError(f"could not save the prepared image {tag}: {exc}") from exc
     return tag, time.monotonic() - start

@@ -6,14 +6,17 @@ crash at any moment leaves each instance either complete or absent, never half-w
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import docker.errors
 
+from .cache import ImageLease, release_images
 from .errors import InfraError
 from .harness import AgentRun, Harness, TaskContext
 from .instances import Instance, load_row
@@ -22,6 +25,7 @@ from .patch import collect_patch, scrub_artifacts
 from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, Usage, instance_dir, write_atomic
 from .workspace import DiskWatch, Workspace
+from .workspace_api import BaseWorkspace
 
 # The retry policy, all of it (the only place that retries):
 # - a harness error (finish reason "error") is re-run only with --retries N (RunConfig.retries; default 0, as
@@ -64,6 +68,7 @@ class RunConfig:
     network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
     retries: int = 0  # re-runs of an attempt that ended in a harness error, within the same budget
     purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
+    cache_level: str = "instance"  # which images an item leaves behind when it ends (see cache.py)
 
     @property
     def model_label(self) -> str:
@@ -80,6 +85,8 @@ class Runner:
         from .prices import PriceBook
 
         self.prices = PriceBook.from_file(config.prices_file)
+        # how an item's sandbox is made: another engine puts its own BaseWorkspace here (docs/scale-out.md)
+        self.workspace_factory: Callable[..., BaseWorkspace] = functools.partial(Workspace, client)
         self._harness_ready = False
 
     def close(self) -> None:
@@ -131,6 +138,7 @@ class Runner:
         self._last_result = result
         timings = result.timings
         started = time.monotonic()
+        self._lease = ImageLease()
         try:
             try:
                 self._run_phases(instance, work, result)
@@ -153,7 +161,10 @@ class Runner:
             timings["total"] = round(time.monotonic() - started, 3)
             if carried is not None:
                 _add_carried(result, carried)
-            self._commit(work, final_dir, result)
+            try:
+                self._commit(work, final_dir, result)
+            finally:  # the item is over, whatever its end: its images go if the cache level says so
+                release_images(self.client, self._lease, self.config.cache_level, self.progress)
         return result
 
     def _run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
@@ -165,6 +176,7 @@ class Runner:
         (work / "prompt.txt").write_text(prompt)
 
         t = time.monotonic()
+        self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
         self._ensure_image(instance, row)
         image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
                                        self.labels, progress=self.progress, purge=cfg.purge)
@@ -176,8 +188,8 @@ class Runner:
         labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}
         docker_args = {"network": cfg.network, **self.harness.get_docker_args(instance.instance_id)}
         t = time.monotonic()
-        ws = Workspace(self.client, image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
-                       **docker_args)
+        ws = self.workspace_factory(image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
+                                    **docker_args)
         with ws:
             timings["container_start"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
@@ -207,6 +219,7 @@ class Runner:
                 result.error = run.message
 
             t = time.monotonic()
+            ws.kill_all()  # again: backup_session and delete_agent ran the adapter's own commands
             for path in self.harness.workspace_artifacts:
                 ws.copy_out(f"{ctx.workdir}/{path}", work / "workspace_artifacts")
             scrub_artifacts(ws, self.harness.workspace_artifacts, ctx.workdir)
@@ -278,8 +291,9 @@ class Runner:
                                message=f"stopped: the agent's container wrote {disk.tripped_at / 2**30:.1f} GiB, "
                                        f"over the disk limit of {self.config.disk_limit / 2**30:.1f} GiB")
         finally:
-            if run is None or run.finish_reason in ("timeout", "disk_limit"):
-                ctx.workspace.kill_all()  # nothing of the agent may outlive its budget
+            # whatever the finish reason, nothing the agent started may run on: a process left behind
+            # would change the tree the patch is read from (or the retry's fresh start)
+            ctx.workspace.kill_all()
             try:
                 self.harness.backup_session(ctx, ctx.artifacts_dir / "session")
             finally:

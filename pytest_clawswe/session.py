@@ -104,6 +104,7 @@ class RunSession:
             info = load_run_info(cfg.run_dir)
             info.update({"run_id": cfg.run_id, **settings.result_settings(config, cfg),
                          "benchmark": self.benchmark.name, "lite": config.getoption("lite"),
+                         "cache_level": cfg.cache_level,
                          # every adapter option with its effective value, defaults included
                          "harness_settings": get_harness_class(cfg.harness_spec)(
                              cfg.model, cfg.harness_options).resolved_options(),
@@ -168,6 +169,9 @@ class RunSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember the items, for the progress line."""
         self.config.stash[ITEMS_KEY] = list(session.items)
+        from .cache import resolve
+
+        self.cfg.cache_level = resolve(self.cfg.cache_level, len(session.items))  # xdist workers see every item
 
     # -- progress ----------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -206,6 +210,7 @@ class RunSession:
             return
         self._rebuild()
         summary_file = self.cfg.run_dir / "summary.json"
+        _add_disk_use(self.cfg, summary_file, len(self.config.stash.get(ITEMS_KEY, [])))
         from _pytest.junitxml import xml_key
 
         xml = self.config.stash.get(xml_key, None)
@@ -228,8 +233,13 @@ class RunSession:
                           red=True, bold=True)
         from .summary import terminal_lines
 
-        for line in terminal_lines(json.loads(summary_file.read_text())):
+        summary = json.loads(summary_file.read_text())
+        for line in terminal_lines(summary):
             tr.write_line(line)
+        if summary.get("disk"):
+            from .cache import disk_line
+
+            tr.write_line(disk_line(summary["disk"]))
 
     def pytest_unconfigure(self) -> None:
         """Close the runner, stop the gateway, and (controller) sweep what the run left in Docker."""
@@ -323,3 +333,22 @@ def _start_gateway(cfg: RunConfig, client):
 
 def _progress(message: str) -> None:
     print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
+
+
+def _add_disk_use(cfg: RunConfig, summary_file, items: int) -> None:
+    """The run's disk use (its folder, the images it leaves) into summary.json; skipped when unknown."""
+    import docker.errors
+
+    from .cache import disk_use, resolve
+    from .engine import docker_client
+
+    if not summary_file.is_file():
+        return
+    try:
+        images = [json.loads(m.read_text()).get("image") for m in (cfg.run_dir / "instances").glob("*/metadata.json")]
+        disk = disk_use(docker_client(), cfg.run_dir, [i for i in images if i], resolve(cfg.cache_level, items))
+        summary = json.loads(summary_file.read_text())
+        summary["disk"] = disk
+        write_atomic(summary_file, json.dumps(summary, indent=2) + "\n")
+    except (docker.errors.DockerException, InfraError, OSError, ValueError):
+        return

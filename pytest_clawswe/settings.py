@@ -149,7 +149,8 @@ def run_config(config: pytest.Config) -> RunConfig:
                     mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
                     disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
                     harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
-                    retries=_retries(config), purge=not config.getoption("no_purge"))
+                    retries=_retries(config), purge=not config.getoption("no_purge"),
+                    cache_level=config.getoption("cache_level"))
     try:  # bad harness options (e.g. zeroclaw without its binary): one sentence before anything starts
         harness_cls(cfg.model, cfg.harness_options)
     except HarnessError as exc:

@@ -1,6 +1,5 @@
-"""One container per benchmark item, through the Docker SDK.
+"""One container per benchmark item, through the Docker SDK: the Docker implementation of workspace_api.
 
-The interface is kept to start, exec, copy in/out and remove so that another engine could sit behind it.
 Every container carries the run's labels, so `clawswe clean` finds what a killed run left behind.
 """
 from __future__ import annotations
@@ -10,7 +9,7 @@ import shlex
 import tarfile
 import threading
 import time
-from dataclasses import dataclass
+import uuid
 from pathlib import Path, PurePosixPath
 
 import docker
@@ -19,24 +18,7 @@ import docker.errors
 from .engine import docker_client  # noqa: F401  (its old home)
 from .errors import InfraError
 from .labels import LABEL_INSTANCE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_alive, owner_label  # noqa: F401
-
-MAX_EXEC_OUTPUT = 8 * 2**20  # bytes of a deadline exec's output kept (its tail)
-
-
-@dataclass
-class ExecResult:
-    exit_code: int | None  # None: killed at the deadline
-    stdout: str
-    seconds: float
-    stderr: str = ""
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-    @property
-    def timed_out(self) -> bool:
-        return self.exit_code is None
+from .workspace_api import MAX_COPY_BYTES, MAX_EXEC_OUTPUT, MAX_READ_BYTES, BaseWorkspace, ExecResult
 
 
 class DiskWatch:
@@ -72,26 +54,41 @@ class DiskWatch:
                 pass  # the container went away or the daemon hiccuped: the agent phase sees it itself
 
 
+# Agents of one run must not reach each other: no traffic between containers of the locked network. The
+# host (where the model gateway listens, on the bridge's address) is reached through the host's INPUT chain,
+# which this option does not touch.
+NO_INTER_CONTAINER = {"com.docker.network.bridge.enable_icc": "false"}
+
+# Default capabilities no harness uses. NET_RAW: raw sockets (ARP/ICMP spoofing of the bridge, ping sweeps of
+# the run network); MKNOD: device nodes; AUDIT_WRITE: the host's audit log; SETFCAP and SETPCAP: file and
+# process capability changes (a root agent planting a capability-carrying binary). What stays (CHOWN,
+# DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, NET_BIND_SERVICE, SYS_CHROOT) is what package managers,
+# git, npm, pip and repositories' test suites use (apt drops to its _apt user; a test may bind port 80).
+DROPPED_CAPABILITIES = ("NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SETPCAP")
+
+
 def create_locked_network(client, name: str, labels: dict[str, str]) -> None:
     """An internal network: its containers reach the host's address on it (the model gateway listens
-    there) and each other, but no route leads out: no package mirror, no GitHub, no outside DNS."""
+    there) but not each other, and no route leads out: no package mirror, no GitHub, no outside DNS."""
     try:
         client.networks.get(name)
     except docker.errors.NotFound:
         try:
-            client.networks.create(name, driver="bridge", internal=True, labels={**labels, **owner_label()})
+            client.networks.create(name, driver="bridge", internal=True, options=NO_INTER_CONTAINER,
+                                   labels={**labels, **owner_label()})
         except docker.errors.APIError as exc:
             if exc.status_code != 409:  # another process made it first
                 raise InfraError(f"could not create the run's network {name}: {exc}") from exc
 
 
-class Workspace:
+class Workspace(BaseWorkspace):
     """A running container for one item. Use as a context manager: the container is removed on every path."""
 
     def __init__(self, client: docker.DockerClient, image: str, *, labels: dict[str, str],
                  name: str | None = None, mem_limit: str | None = "8g", pids_limit: int | None = 300,
                  network: str | None = None, volumes_from: list[str] | None = None,
-                 environment: dict[str, str] | None = None, extra_hosts: dict[str, str] | None = None):
+                 environment: dict[str, str] | None = None, extra_hosts: dict[str, str] | None = None,
+                 cap_drop: tuple[str, ...] = DROPPED_CAPABILITIES):
         self.client = client
         self.image = image
         self.container = None
@@ -101,7 +98,7 @@ class Workspace:
             init=True, command=["sleep", "infinity"], entrypoint=[],
             mem_limit=mem_limit, memswap_limit=mem_limit, pids_limit=pids_limit,
             network=network, volumes_from=volumes_from or None,
-            environment=environment or {}, extra_hosts=extra_hosts or None,
+            environment=environment or {}, extra_hosts=extra_hosts or None, cap_drop=list(cap_drop) or None,
         )
 
     def start(self) -> "Workspace":
@@ -120,12 +117,6 @@ class Workspace:
         self._main_pid = found.output.strip() or "2"
         return self
 
-    def __enter__(self) -> "Workspace":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
     def remove(self) -> None:
         if self.container is None:
             return
@@ -139,29 +130,45 @@ class Workspace:
 
     # -- exec ------------------------------------------------------------------------------------
     def exec(self, cmd: str | list[str], *, workdir: str = "/", env: dict | None = None,
-             user: str = "root", check: bool = False, timeout: float | None = None) -> ExecResult:
+             user: str = "root", check: bool = False, timeout: float | None = None,
+             max_output: int = MAX_EXEC_OUTPUT) -> ExecResult:
         """Run a command; with a timeout, every process in the container is killed at the deadline.
 
         The default workdir is / rather than the image's: an agent may have deleted /testbed."""
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else cmd
         if timeout is not None:
-            return self._exec_with_deadline(argv, workdir=workdir, env=env, user=user, timeout=timeout)
-        start = time.monotonic()
-        try:
-            code, (out, err) = self.container.exec_run(argv, workdir=workdir, environment=env, user=user,
-                                                       demux=True)
-        except docker.errors.DockerException as exc:
-            raise InfraError(f"exec in container failed: {exc}") from exc
-        result = ExecResult(code, (out or b"").decode("utf-8", "replace"), time.monotonic() - start,
-                            (err or b"").decode("utf-8", "replace"))
-        if check and code != 0:
-            raise InfraError(f"command failed in container (exit {code}): {_short(argv)}\n{result.output[-2000:]}")
+            result = self._exec_with_deadline(argv, workdir=workdir, env=env, user=user, timeout=timeout,
+                                              max_output=max_output)
+        else:
+            start = time.monotonic()
+            code, out, err, truncated = self._run_capped(argv, max_output, workdir=workdir, env=env, user=user)
+            result = ExecResult(code, out.decode("utf-8", "replace"), time.monotonic() - start,
+                                err.decode("utf-8", "replace"), truncated)
+        if check and result.exit_code != 0:
+            raise InfraError(f"command failed in container (exit {result.exit_code}): {_short(argv)}\n"
+                             f"{result.output[-2000:]}")
         return result
 
-    def _exec_with_deadline(self, argv, *, workdir, env, user, timeout) -> ExecResult:
+    def _run_capped(self, argv: list[str], cap: int, **kwargs) -> tuple[int, bytes, bytes, bool]:
+        """Run to the end, keeping at most `cap` bytes of stdout and of stderr (the tails): exec_run would
+        hold all of an agent's output in memory."""
+        api = self.client.api
+        try:
+            exec_id = api.exec_create(self.container.id, argv, workdir=kwargs.get("workdir"),
+                                      environment=kwargs.get("env"), user=kwargs.get("user") or "")["Id"]
+            out, err = _Tail(cap), _Tail(cap)
+            for chunk_out, chunk_err in api.exec_start(exec_id, stream=True, demux=True):
+                out.add(chunk_out)
+                err.add(chunk_err)
+            code = api.exec_inspect(exec_id)["ExitCode"]
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"exec in container failed: {exc}") from exc
+        return code, out.value(), err.value(), out.truncated or err.truncated
+
+    def _exec_with_deadline(self, argv, *, workdir, env, user, timeout, max_output) -> ExecResult:
         # Detached exec writing to a file in the container, polled: the deadline is ours, not the
         # client socket's, and a kill inside the container reaches processes the agent forked.
-        log = "/tmp/.clawswe-exec.log"
+        log = f"/tmp/.clawswe-exec-{uuid.uuid4().hex[:12]}.log"
         wrapped = ["sh", "-c", f'exec "$@" >{log} 2>&1', "sh", *argv]
         api = self.client.api
         start = time.monotonic()
@@ -181,8 +188,10 @@ class Workspace:
         except docker.errors.DockerException as exc:
             raise InfraError(f"exec in container failed: {exc}") from exc
         # only the tail: an agent that prints without end must not fill the host's memory
-        output = self.exec(["sh", "-c", f"tail -c {MAX_EXEC_OUTPUT} {log} 2>/dev/null; rm -f {log}"]).stdout
-        return ExecResult(code, output, time.monotonic() - start)
+        read = f"wc -c < {log} 2>/dev/null || echo 0; tail -c {max_output} {log} 2>/dev/null; rm -f {log}"
+        size, _, output = self.exec(["sh", "-c", read], max_output=max_output + 32).stdout.partition("\n")
+        truncated = size.strip().isdigit() and int(size) > max_output
+        return ExecResult(code, output, time.monotonic() - start, truncated=truncated)
 
     def disk_used(self) -> int:
         """Bytes in the container's writable layer (what it added or changed on top of its image)."""
@@ -200,7 +209,9 @@ class Workspace:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                result = self.container.exec_run(["sh", "-c", _KILL_PASS, "sh", self._main_pid], user="root")
+                # workdir /: the image's own (/testbed) may be gone, and an exec cannot start in it then
+                result = self.container.exec_run(["sh", "-c", _KILL_PASS, "sh", self._main_pid], user="root",
+                                                 workdir="/")
                 if result.exit_code == 0:
                     return
                 if result.exit_code not in (1,):  # the pass itself could not run: make room for it
@@ -232,36 +243,127 @@ class Workspace:
         if not self.container.put_archive(str(p.parent), buf.getvalue()):
             raise InfraError(f"could not copy {path} into the container")
 
-    def copy_in(self, src: Path, dest_dir: str) -> None:
+    def copy_in(self, src: Path, dest_dir: str, max_bytes: int = MAX_COPY_BYTES) -> None:
         """Copy a host file or folder into dest_dir in the container."""
+        src = Path(src)
+        files = [src] if src.is_file() else [p for p in src.rglob("*") if p.is_file() and not p.is_symlink()]
+        size = sum(p.stat().st_size for p in files)
+        if size > max_bytes:
+            raise InfraError(f"{src} holds {size} bytes, more than the {max_bytes} a copy into a workspace "
+                             "may carry", retryable=False)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(src), arcname=Path(src).name)
+            tar.add(str(src), arcname=src.name)
         self.exec(["mkdir", "-p", dest_dir], check=True)
         self.container.put_archive(dest_dir, buf.getvalue())
 
-    def read_file(self, path: str) -> bytes | None:
+    def read_file(self, path: str, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
         try:
-            stream, _ = self.container.get_archive(path)
+            stream, stat = self.container.get_archive(path)
         except docker.errors.NotFound:
             return None
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                return None
-            return tar.extractfile(member).read()
+        try:
+            if stat.get("size", 0) <= max_bytes:
+                # room for the tar headers; a file that grows past the cap meanwhile ends the read
+                with tarfile.open(fileobj=_ChunkReader(stream, max_bytes + 2**20), mode="r|") as tar:
+                    member = tar.next()
+                    if member is None or not member.isfile():
+                        return None
+                    return tar.extractfile(member).read()
+        except _TooBig:
+            pass
+        finally:
+            stream.close()
+        # bigger than the cap: only its tail, read inside the container
+        code, data, _, _ = self._run_capped(["tail", "-c", str(max_bytes), "--", path], max_bytes)
+        return data if code == 0 else None
 
-    def copy_out(self, path: str, dest_dir: Path) -> bool:
+    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> bool:
         """Copy a container file or folder into dest_dir on the host; False when it does not exist."""
         try:
             stream, _ = self.container.get_archive(path)
         except docker.errors.NotFound:
             return False
         dest_dir.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-            safe = [m for m in tar.getmembers() if not (m.issym() or m.islnk() or m.isdev())]
-            tar.extractall(dest_dir, members=safe, filter="data")
+        left_out: list[str] = []
+
+        def within_cap(tar):  # lazily, in stream order: extractall takes each member as it is read
+            copied = 0
+            for member in tar:
+                if member.issym() or member.islnk() or member.isdev():
+                    continue
+                if copied + member.size > max_bytes:
+                    left_out.append(member.name)
+                    if len(left_out) > 1000:
+                        return  # stop reading: what is left is not copied anyway
+                    continue
+                copied += member.size
+                yield member
+
+        try:
+            with tarfile.open(fileobj=_ChunkReader(stream, None), mode="r|") as tar:
+                # extractall, not extract: it sets a folder's mode only after filling it
+                tar.extractall(dest_dir, members=within_cap(tar), filter="data")
+        finally:
+            stream.close()
+        if left_out:
+            (dest_dir / "COPY_TRUNCATED.txt").write_text(
+                f"more than {max_bytes} bytes under {path}: these were left out\n" + "\n".join(left_out) + "\n")
         return True
+
+    def commit(self, repository: str, tag: str, labels: dict[str, str]) -> None:
+        """Save the container as an image (Docker only: how a prepared /testbed is kept between runs)."""
+        try:
+            self.container.commit(repository=repository, tag=tag, conf={"Labels": labels})
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"could not save the prepared image {repository}:{tag}: {exc}") from exc
+
+
+class _Tail:
+    """The last `cap` bytes of a stream, in bounded memory."""
+
+    def __init__(self, cap: int):
+        self.cap, self.buf, self.truncated = cap, bytearray(), False
+
+    def add(self, data: bytes | None) -> None:
+        if data:
+            self.buf += data
+            if len(self.buf) > 2 * self.cap:  # trim in batches, not on every chunk
+                del self.buf[:-self.cap]
+                self.truncated = True
+
+    def value(self) -> bytes:
+        if len(self.buf) > self.cap:
+            del self.buf[:-self.cap]
+            self.truncated = True
+        return bytes(self.buf)
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file over docker-py's chunk iterator, for tarfile's stream mode; past `limit` bytes it raises."""
+
+    def __init__(self, chunks, limit: int | None):
+        self._chunks, self._limit, self._read, self._rest = iter(chunks), limit, 0, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._rest:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._read += len(chunk)
+            if self._limit is not None and self._read > self._limit:
+                raise _TooBig()
+            self._rest = chunk
+        n = min(len(buffer), len(self._rest))
+        buffer[:n], self._rest = self._rest[:n], self._rest[n:]
+        return n
 
 
 _FIND_MAIN_PID = r"""

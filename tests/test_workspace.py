@@ -35,7 +35,7 @@ def test_exec_keeps_stdout_apart_from_stderr_and_reports_exit_codes(docker_clien
 def test_an_agent_that_prints_without_end_costs_the_host_only_the_tail(docker_client, python_demo):
     with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}) as ws:
         r = ws.exec("head -c 30000000 /dev/zero | tr '\\0' x; echo END", timeout=60)
-        assert r.exit_code == 0 and len(r.output) == MAX_EXEC_OUTPUT and r.output.endswith("xEND\n")
+        assert r.exit_code == 0 and len(r.output) == MAX_EXEC_OUTPUT and r.output.endswith("xEND\n") and r.truncated
 
 
 def test_disk_watch_stops_a_container_that_writes_past_its_limit(docker_client, python_demo):

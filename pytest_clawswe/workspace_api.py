@@ -1,0 +1,86 @@
+"""The workspace interface: what the runner and the harness adapters may do with an item's sandbox.
+
+One item runs in one workspace. The Docker implementation is workspace.Workspace; another engine (a remote
+Docker host, a Kubernetes pod: see docs/scale-out.md) implements this class and nothing above it changes.
+Every read of what the agent produced is bounded here, in the interface, so no engine can forget it: an
+agent that prints or writes without end costs the host at most the cap, never its memory.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_EXEC_OUTPUT = 8 * 2**20  # bytes of a command's output kept (its tail)
+MAX_READ_BYTES = 64 * 2**20  # bytes of one file read back from a workspace (its tail)
+MAX_COPY_BYTES = 512 * 2**20  # bytes of files copied out of (or into) a workspace in one call
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None  # None: killed at the deadline
+    stdout: str
+    seconds: float
+    stderr: str = ""
+    truncated: bool = False  # more output than the cap: only its tail is kept
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    @property
+    def timed_out(self) -> bool:
+        return self.exit_code is None
+
+
+class BaseWorkspace(abc.ABC):
+    """A sandbox for one item with /testbed in it. Use as a context manager: removed on every path.
+
+    Engine failures raise InfraError (the item errors, never fails); what the agent does never does."""
+
+    @abc.abstractmethod
+    def start(self) -> "BaseWorkspace":
+        """Create and start the sandbox; idle until commands are run in it."""
+
+    @abc.abstractmethod
+    def remove(self) -> None:
+        """Remove the sandbox and everything in it; never raises (a sweep finds what a failure leaves)."""
+
+    @abc.abstractmethod
+    def exec(self, cmd: str | list[str], *, workdir: str = "/", env: dict | None = None, user: str = "root",
+             check: bool = False, timeout: float | None = None,
+             max_output: int = MAX_EXEC_OUTPUT) -> ExecResult:
+        """Run a command (a string goes to bash -c). With a timeout, every process in the sandbox is killed
+        at the deadline. At most `max_output` bytes of output are kept (the tail). `check`: a non-zero exit
+        raises InfraError."""
+
+    @abc.abstractmethod
+    def kill_all(self) -> None:
+        """Kill every process in the sandbox but its keep-alive: nothing the agent started survives."""
+
+    @abc.abstractmethod
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Create or replace one file (parents are created)."""
+
+    @abc.abstractmethod
+    def copy_in(self, src: Path, dest_dir: str, max_bytes: int = MAX_COPY_BYTES) -> None:
+        """Copy a host file or folder into dest_dir; more than max_bytes raises InfraError."""
+
+    @abc.abstractmethod
+    def read_file(self, path: str, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
+        """A file's bytes (at most max_bytes: its tail), or None when it is not a regular file."""
+
+    @abc.abstractmethod
+    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> bool:
+        """Copy a file or folder into dest_dir on the host, no links or devices; files past max_bytes in
+        all are left out and listed in dest_dir/COPY_TRUNCATED.txt. False when path does not exist."""
+
+    @abc.abstractmethod
+    def disk_used(self) -> int:
+        """Bytes the sandbox wrote on top of its image."""
+
+    def __enter__(self) -> "BaseWorkspace":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
