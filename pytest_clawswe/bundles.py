@@ -77,7 +77,15 @@ class Recipe:
         """The lock file's bytes when it pins this version (the recipe's own), else None."""
         if version != self.version or self.lock_path is None or not self.lock_path.is_file():
             return None
-        return self.lock_path.read_bytes()
+        lock = self.lock_path.read_bytes()
+        if self.runtime == "node":
+            stale = json.loads(lock)["packages"][""].get("dependencies") != json.loads(node_manifest(self))["dependencies"]
+        else:
+            stale = not {p.lower() for p in self.packages(version)} <= {p.lower() for p in pinned(self, lock)}
+        if stale:  # the recipe changed after its lock was written
+            raise UserError(f"{self.lock_path} does not pin {' '.join(self.packages(version))}; "
+                            f"run: clawswe harness lock {self.name}")
+        return lock
 
 
 def node_manifest(recipe: Recipe) -> bytes:
