@@ -216,7 +216,8 @@ def _build_bundle(recipe, version, tag, previous, client, progress, force, binar
     # A binary needs no runtime, only the node builder's tools to bundle the libraries it links.
     runtime_image = build_runtime("node" if recipe.runtime == "binary" else recipe.runtime, client, progress)
 
-    files: dict[str, Path | bytes] = {"Dockerfile": BUILD_DIR / "bundle.Dockerfile", **{f: BUILD_DIR / f for f in _BUNDLE_FILES}}
+    files: dict[str, Path | bytes] = {"Dockerfile": BUILD_DIR / "bundle.Dockerfile",
+                                      **{f: BUILD_DIR / f for f in _BUNDLE_FILES}}
     if binary is not None:
         files[f"payload/{recipe.entry_points[0]}"] = Path(binary)
     lock = recipe.lock(version)
