@@ -77,7 +77,15 @@ class Recipe:
         """The lock file's bytes when it pins this version (the recipe's own), else None."""
         if version != self.version or self.lock_path is None or not self.lock_path.is_file():
             return None
-        return self.lock_path.read_bytes()
+        lock = self.lock_path.read_bytes()
+        if self.runtime == "node":
+            stale = json.loads(lock)["packages"][""].get("dependencies") != json.loads(node_manifest(self))["dependencies"]
+        else:
+            stale = not {p.lower() for p in self.packages(version)} <= {p.lower() for p in pinned(self, lock)}
+        if stale:  # the recipe changed after its lock was written
+            raise UserError(f"{self.lock_path} does not pin {' '.join(self.packages(version))}; "
+                            f"run: clawswe harness lock {self.name}")
+        return lock
 
 
 def node_manifest(recipe: Recipe) -> bytes:
@@ -208,7 +216,8 @@ def _build_bundle(recipe, version, tag, previous, client, progress, force, binar
     # A binary needs no runtime, only the node builder's tools to bundle the libraries it links.
     runtime_image = build_runtime("node" if recipe.runtime == "binary" else recipe.runtime, client, progress)
 
-    files: dict[str, Path | bytes] = {"Dockerfile": BUILD_DIR / "bundle.Dockerfile", **{f: BUILD_DIR / f for f in _BUNDLE_FILES}}
+    files: dict[str, Path | bytes] = {"Dockerfile": BUILD_DIR / "bundle.Dockerfile",
+                                      **{f: BUILD_DIR / f for f in _BUNDLE_FILES}}
     if binary is not None:
         files[f"payload/{recipe.entry_points[0]}"] = Path(binary)
     lock = recipe.lock(version)

@@ -9,7 +9,7 @@ probe=$(mktemp)
 trap 'rm -f "$probe"' EXIT
 # Which tests would run? (collection only; the same arguments)
 CLAWSWE_NEEDS_DOCKER_FILE=$probe PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
-  python3 -m pytest -p needs_docker --collect-only -q "$@" >/dev/null || true
+  python3 -m pytest -p needs_docker --collect-only -q "$@" -n 0 >/dev/null || true  # -n 0: collect here
 if [ "$(cat "$probe")" != no ]; then  # yes, or collection failed: let the real run say why
   scripts/docker-up.sh
 fi

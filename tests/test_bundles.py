@@ -95,6 +95,20 @@ def test_every_registry_recipe_pins_its_packages():
             assert text.count("--hash=sha256:") == len(pins), recipe.name
 
 
+def test_a_lock_written_for_another_version_is_a_clear_error(tmp_path):
+    import dataclasses
+    import shutil
+
+    for name in ("hermes", "codex"):
+        recipe = bundles.get_recipe(name)
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(recipe.lock_path, folder)
+        bumped = dataclasses.replace(recipe, version="99.0.0", folder=folder)
+        with pytest.raises(UserError, match=f"does not pin .*99.0.0.*; run: clawswe harness lock {name}"):
+            bumped.lock("99.0.0")
+
+
 def test_a_bundle_from_another_lock_is_rebuilt(monkeypatch):
     recipe = bundles.get_recipe("codex")
     current = bundles.lock_digest(recipe.lock(recipe.version))
