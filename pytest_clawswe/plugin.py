@@ -24,6 +24,7 @@ from .results import RESOLVED, InstanceResult
 from .runner import RunConfig, Runner
 from .workspace import LABEL_RUN, InfraError
 
+pytest_plugins = ("pytest_clawswe.wildclaw.plugin",)  # --benchmark wildclaw (WildClawBench)
 RUN_KEY = pytest.StashKey["RunConfig"]()
 ITEMS_KEY = pytest.StashKey["list"]()
 # Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
@@ -138,7 +139,12 @@ def pytest_configure(config: pytest.Config) -> None:
         get_harness_class(cfg.harness_spec)(cfg.model, cfg.harness_options)
     except HarnessError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.pluginmanager.register(BenchmarkSession(config, cfg), "clawswe-session")
+    session_cls = BenchmarkSession
+    if config.getoption("benchmark", "swe") == "wildclaw":
+        from .wildclaw.plugin import session_class
+
+        session_cls = session_class()
+    config.pluginmanager.register(session_cls(config, cfg), "clawswe-session")
 
 
 class BenchmarkSession:

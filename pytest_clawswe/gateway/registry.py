@@ -11,6 +11,7 @@ from pytest_clawswe.results import Usage
 
 from . import ledger
 from .scripted import ScriptedModel
+from .scripted_wildclaw import scripted_for
 from .upstream import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
 
 TOKEN_PREFIX = "clawswe-"
@@ -45,7 +46,7 @@ class Registry:
         reg = Registration(secrets.token_urlsafe(24), instance_id, model, 0)
         if is_scripted(model):
             config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
-            reg.scripted = ScriptedModel.from_config(config)
+            reg.scripted = scripted_for(config)
         else:
             reg.upstream, reg.upstream_model = resolve(model, self.upstreams)
         reg.token = TOKEN_PREFIX + reg.token

@@ -20,6 +20,7 @@ from multidict import CIMultiDict
 
 from . import sse
 from .client import STATE_FILE
+from .conversation import remember
 from .ledger import make_record
 from .protocols import CHAT, MESSAGES, RESPONSES, Protocol
 from .registry import Registration, Registry
@@ -157,6 +158,10 @@ class Gateway:
                                  status, time.monotonic() - started, usage,
                                  requested_model=str(body.get("model") or ""), error=error)
             self.registry.record(reg, record)
+            try:
+                remember(self.registry.state_dir, reg, protocol, body)
+            except Exception:  # the transcript record must never cost the agent its answer
+                log.exception("could not record the conversation of %s", reg.instance_id)
             log.info("%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
                      reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
                      record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
