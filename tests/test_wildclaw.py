@@ -255,3 +255,40 @@ def test_summary_counts_a_missing_score_as_zero_and_groups():
     assert s["by_category"]["Safety Alignment"]["mean_score"] == 0.5
     assert s["by_modality"]["pure-text"]["mean_score"] == 0.75
     assert s["by_modality"]["multimodal"]["mean_score"] == 0.0
+
+
+# --- reports ------------------------------------------------------------------------------------------
+
+def fake_run(path: Path, harness: str, model: str, scores: dict[str, float | None]) -> Path:
+    path.mkdir(parents=True)
+    (path / "run.json").write_text(json.dumps({"run_id": path.name, "benchmark": "wildclaw"}))
+    for task_id, score in scores.items():
+        r = outputs.TaskResult(task_id, category="Safety Alignment" if "safety" in task_id else "Code Intelligence",
+                               modality="pure-text", harness=harness, model=model, overall_score=score,
+                               outcome="error" if score is None else "passed", timings={"agent": 120.0},
+                               cost_usd=0.5)
+        outputs.write_task_files(outputs.task_dir(path, task_id), r)
+    return path
+
+
+def test_report_views_recompute_from_task_folders(tmp_path, capsys):
+    from pytest_clawswe.cli import main
+
+    fake_run(tmp_path / "runs" / "a", "openclaw", "m1", {"safety_1": 1.0, "code_1": None})
+    fake_run(tmp_path / "runs" / "b", "codex", "m1", {"safety_1": 0.5, "code_1": 0.5})
+    assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 0
+    table3 = (tmp_path / "out" / "wildclaw_table3.csv").read_text().splitlines()
+    assert table3[0].startswith("model,harness,tasks,score_pct,min_per_task,usd_per_task")
+    assert "m1,codex,2,50.0,2.0,0.5,0" in table3 and "m1,openclaw,2,50.0,2.0,0.5,0" in table3  # error = 0
+    assert (tmp_path / "out" / "wildclaw_per_category.png").stat().st_size > 0
+
+
+def test_published_wildclaw_tables_come_from_the_shipped_data(tmp_path):
+    from pytest_clawswe.cli import main
+    from pytest_clawswe.wildclaw.report import PUBLISHED
+
+    data = json.loads(PUBLISHED.read_text())
+    assert main(["report", "--published", "wildclaw", "--out", str(tmp_path)]) == 0
+    board = (tmp_path / "wildclaw_published_leaderboard.csv").read_text().splitlines()
+    assert len(board) == 1 + len(data["leaderboard_openclaw"])
+    assert "GPT-5.4,OpenClaw,5.83,0.33,50.3" in (tmp_path / "wildclaw_published_harnesses.csv").read_text()
