@@ -86,7 +86,14 @@ def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, m
     run_dir = tmp_path / "iso"
     run = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, dataset=ISOLATION)
     assert run.ret == 0, run.stdout.str()[-3000:]
-    (r,) = results(run_dir).values()
+    got = results(run_dir)
+    budget = got.pop("01_Productivity_Flow_task_8_budget")
+    # cut at timeout_seconds (45 s), every process killed, graded on what it wrote before
+    assert budget["finish_reason"] == "timeout" and budget["overall_score"] == 1.0, budget
+    assert 45 <= budget["timings"]["agent"] < 100
+    lines = (run_dir / "tasks" / budget["task_id"] / "snapshot" / "tmp_workspace" / "results" / "background.txt")
+    assert lines.is_file()  # the background loop ran, and stopped with the agent: its file was copied out
+    (r,) = got.values()
     assert r["scores"] == {"gt_in_grader": 1.0, "agent_saw_no_gt": 1.0, "lurker_ran": 1.0, "no_lurker_in_grader": 1.0,
                            "transcript_not_forged": 1.0, "transcript_has_prompt": 1.0, "overall_score": 1.0}
     # the agent forged chat.jsonl in its own container; what the run kept is the gateway's account
@@ -100,3 +107,18 @@ def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, m
     assert again.ret == 0
     assert (run_dir / "tasks" / r["task_id"] / "result.json").stat().st_mtime_ns == before
     assert not left_containers(docker_client, run_dir)
+
+
+def test_a_judge_that_cannot_answer_is_an_error_not_a_zero(pytester, monkeypatch, tmp_path, docker_client):
+    bundle(docker_client, "claude-code")
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    run_dir = tmp_path / "judge"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                        "--harness", "claude-code", "--model", "scripted/gold", "-k", "meeting",
+                                        "--judge-model", "openai/gpt-5.4", "--run-dir", str(run_dir), timeout=900)
+    assert run.ret == 1
+    run.stdout.fnmatch_lines(["*1 error*"])
+    (r,) = results(run_dir).values()
+    assert r["outcome"] == "error" and r["overall_score"] is None and "judge" in r["error"]
+    assert not (run_dir / "tasks" / r["task_id"] / "score.json").exists()
+    assert json.loads((run_dir / "summary.json").read_text())["errors"] == 1
