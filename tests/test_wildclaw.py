@@ -292,3 +292,22 @@ def test_published_wildclaw_tables_come_from_the_shipped_data(tmp_path):
     board = (tmp_path / "wildclaw_published_leaderboard.csv").read_text().splitlines()
     assert len(board) == 1 + len(data["leaderboard_openclaw"])
     assert "GPT-5.4,OpenClaw,5.83,0.33,50.3" in (tmp_path / "wildclaw_published_harnesses.csv").read_text()
+
+
+def test_task_env_points_openrouter_at_the_gateway_and_passes_no_secret(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from pytest_clawswe.runner import RunConfig
+    from pytest_clawswe.wildclaw.runner import Runner, WildOptions
+    from pytest_clawswe.wildclaw.taskfile import parse_task
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-real")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-real")
+    monkeypatch.setenv("TZ", "Europe/Oslo")
+    text = task_text() + "## Env\n\n```\nOPENROUTER_API_KEY\nOPENROUTER_BASE_URL\nGITHUB_TOKEN\nTZ\nMODE=fast\n```\n"
+    task = parse_task(write(tmp_path, text))
+    runner = Runner(RunConfig("r", tmp_path, "claude-code", "scripted/gold"), WildOptions(tmp_path), None, None)
+    runner.gateway = SimpleNamespace(url="http://172.18.0.1:4000")
+    env = runner._task_env(task, "clawswe-tools-token")
+    assert env == {"OPENROUTER_API_KEY": "clawswe-tools-token", "OPENROUTER_BASE_URL": "http://172.18.0.1:4000/v1",
+                   "TZ": "Europe/Oslo", "MODE": "fast"}
