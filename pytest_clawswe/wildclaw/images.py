@@ -74,7 +74,7 @@ def ensure_images(client, progress=print) -> tuple[str, str]:
                    "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
                    "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
                    "-d", str(context / "wheels"), *GRADER_PACKAGES]
-            done = subprocess.run(cmd, capture_output=True, text=True)
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise InfraError(f"could not download the grader's packages with pip "
                                  f"({done.stderr.strip().splitlines()[-1:] or ['no output']}); "

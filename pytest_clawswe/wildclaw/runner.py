@@ -193,13 +193,9 @@ class Runner:
         (work / "transcript.jsonl").write_text(to_jsonl(session_lines(transcript)))
         t = time.monotonic()
         try:
-            graded, judge_usage, judge_failed = self._grade(task, ws_dir, work, grader_image)
+            graded = self._grade(task, ws_dir, work, grader_image, result)
         finally:
             timings["grade"] = round(time.monotonic() - t, 3)
-        result.judge_usage = vars(judge_usage)
-        result.judge_cost_usd = self.prices.cost_usd(judge_usage, self._judge_gateway_model())
-        if judge_failed:
-            raise grader.GradeError(f"{task.id}: {judge_failed}")
         result.scores = graded
         score = graded.get("overall_score")
         try:
@@ -235,7 +231,8 @@ class Runner:
             return "scripted/judge"
         return judge if judge.startswith("openrouter/") else f"openrouter/{judge}"
 
-    def _grade(self, task: Task, ws_dir: Path, work: Path, image: str) -> tuple[dict, Usage, str]:
+    def _grade(self, task: Task, ws_dir: Path, work: Path, image: str, result: TaskResult) -> dict:
+        """grade()'s dict; GradeError when there is none, naming the judge when the judge was the cause."""
         cfg = self.config
         token, judge_model = "", self._judge_gateway_model()
         if self.gateway is not None:
@@ -248,9 +245,19 @@ class Runner:
             except ValueError as exc:
                 raise grader.GradeError(f"{task.id}: the gateway cannot serve the judge model: {exc}") from None
         labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "grader"}
+        failure: grader.GradeError | None = None
+        graded: dict = {}
         try:
             graded = grader.run_grader(self.client, image, labels, task, ws_dir, work, cfg, token,
                                        self.gateway.url if self.gateway else "", self.options)
-        finally:
-            usage, records = self._usage(token) if token else (Usage(), [])
-        return graded, usage, grader.judge_failure(records)
+        except grader.GradeError as exc:
+            failure = exc
+        usage, records = self._usage(token) if token else (Usage(), [])
+        result.judge_usage = vars(usage)  # counted apart from the agent's, even when grading failed
+        result.judge_cost_usd = self.prices.cost_usd(usage, judge_model)
+        judge_failed = grader.judge_failure(records)
+        if judge_failed:  # graders often catch the judge's exception and score 0: that 0 is not the agent's
+            raise grader.GradeError(f"{task.id}: {judge_failed}")
+        if failure is not None:
+            raise failure
+        return graded
