@@ -132,7 +132,14 @@ def session_class():
             from ..plugin import _remove_leftovers
 
             _remove_leftovers(self.cfg.run_id, wait_s=60)
-            self._rebuild()
+            results = self._rebuild()
+            from _pytest.junitxml import xml_key
+
+            xml = self.config.stash.get(xml_key, None)
+            if xml is not None and results is not None:
+                summary = outputs.summarise(results)
+                for key in ("mean_score", "tasks", "passed", "errors", "judge_tokens", "pass_score"):
+                    xml.add_global_property(f"wildclaw.{key}", summary[key])
 
         def pytest_terminal_summary(self, terminalreporter) -> None:
             path = self.cfg.run_dir / "summary.json"
