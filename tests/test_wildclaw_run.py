@@ -53,9 +53,9 @@ def left_containers(docker_client, run_dir: Path) -> list:
 def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_client, harness):
     bundle(docker_client, harness)
     gold_dir, noop_dir = tmp_path / "gold", tmp_path / "noop"
-    gold = run_wild(pytester, monkeypatch, harness, "scripted/gold", gold_dir)
+    gold = run_wild(pytester, monkeypatch, harness, "scripted/gold", gold_dir, "-n", "2")
     assert gold.ret == 0, gold.stdout.str()[-3000:]
-    noop = run_wild(pytester, monkeypatch, harness, "scripted/noop", noop_dir)
+    noop = run_wild(pytester, monkeypatch, harness, "scripted/noop", noop_dir, "-n", "2")
     assert noop.ret == 1, noop.stdout.str()[-3000:]  # every task fails its pass score, none errors
     for run_dir, expected in ((gold_dir, 1.0), (noop_dir, 0.0)):
         got = results(run_dir)
