@@ -96,6 +96,7 @@ def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, m
     (r,) = got.values()
     assert r["scores"] == {"gt_in_grader": 1.0, "agent_saw_no_gt": 1.0, "lurker_ran": 1.0, "no_lurker_in_grader": 1.0,
                            "transcript_not_forged": 1.0, "transcript_has_prompt": 1.0, "warmup_had_network": 1.0,
+                           "skill_installed": 1.0,
                            "agent_had_no_network": 1.0, "overall_score": 1.0}
     # the agent forged chat.jsonl in its own container; what the run kept is the gateway's account
     transcript = (run_dir / "tasks" / r["task_id"] / "transcript.jsonl").read_text()
