@@ -311,3 +311,14 @@ def test_task_env_points_openrouter_at_the_gateway_and_passes_no_secret(monkeypa
     env = runner._task_env(task, "clawswe-tools-token")
     assert env == {"OPENROUTER_API_KEY": "clawswe-tools-token", "OPENROUTER_BASE_URL": "http://172.18.0.1:4000/v1",
                    "TZ": "Europe/Oslo", "MODE": "fast"}
+
+
+def test_resuming_a_wildclaw_run_without_the_benchmark_option_is_refused(pytester, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "r", "benchmark": "wildclaw"}))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", "claude-code", "--model",
+                                           "scripted/gold", "--resume", str(run))
+    assert result.ret != 0
+    assert "is a WildClawBench run: add --benchmark wildclaw" in result.stderr.str()
+    assert sorted(p.name for p in run.iterdir()) == ["run.json"]  # nothing written

@@ -53,6 +53,15 @@ def dataset_root(config: pytest.Config) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     register_markers(config)
+    resume = config.getoption("resume", None)
+    if resume and not is_wildclaw(config):
+        try:
+            kind = json.loads((Path(resume) / "run.json").read_text()).get("benchmark")
+        except (OSError, ValueError):
+            kind = None
+        if kind == "wildclaw":
+            raise pytest.UsageError(f"--resume {resume} is a WildClawBench run: add --benchmark wildclaw and its "
+                                    "--dataset")
     if not is_wildclaw(config):
         return
     config._clawswe_wildclaw = options(config)
