@@ -322,3 +322,29 @@ def test_resuming_a_wildclaw_run_without_the_benchmark_option_is_refused(pyteste
     assert result.ret != 0
     assert "is a WildClawBench run: add --benchmark wildclaw" in result.stderr.str()
     assert sorted(p.name for p in run.iterdir()) == ["run.json"]  # nothing written
+
+
+def test_gateway_keeps_the_longest_request_and_the_reply_to_it(tmp_path):
+    from types import SimpleNamespace
+
+    from pytest_clawswe.gateway import conversation
+
+    reg = SimpleNamespace(instance_id="t1", attempt=1, scripted=None)
+    answer = SimpleNamespace(status=200, body=json.dumps({"choices": [{"message": {
+        "content": "done", "tool_calls": [{"function": {"name": "exec", "arguments": '{"command": "ls"}'}}]}}]}).encode())
+    long = {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                         {"role": "user", "content": "c"}]}
+    conversation.remember(tmp_path, reg, CHAT, long, answer)
+    assert conversation.load(tmp_path, "t1") is None  # the run did not ask for it: nothing written
+    (tmp_path / conversation.DIR_NAME).mkdir()
+    conversation.remember(tmp_path, reg, CHAT, long, answer)
+    conversation.remember(tmp_path, reg, CHAT, {"messages": [{"role": "user", "content": "title?"}]}, answer)
+    kept = conversation.load(tmp_path, "t1")
+    assert kept["request"] == long  # a shorter side request does not replace the conversation
+    assert kept["reply"] == {"text": "done", "tool_calls": [{"name": "exec", "arguments": {"command": "ls"}}]}
+    anthropic = SimpleNamespace(status=200, body=json.dumps({"content": [
+        {"type": "text", "text": "ok"}, {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]}).encode())
+    assert conversation._reply_from_response("messages", anthropic) == {
+        "text": "ok", "tool_calls": [{"name": "Bash", "arguments": {"command": "ls"}}]}
+    streamed = SimpleNamespace(status=200)  # a StreamResponse has no body to read back
+    assert conversation._reply_from_response("chat", streamed) is None

@@ -159,7 +159,7 @@ class Gateway:
                                  requested_model=str(body.get("model") or ""), error=error)
             self.registry.record(reg, record)
             try:
-                remember(self.registry.state_dir, reg, protocol, body)
+                remember(self.registry.state_dir, reg, protocol, body, response)
             except Exception:  # the transcript record must never cost the agent its answer
                 log.exception("could not record the conversation of %s", reg.instance_id)
             log.info("%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
