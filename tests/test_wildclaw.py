@@ -348,3 +348,9 @@ def test_gateway_keeps_the_longest_request_and_the_reply_to_it(tmp_path):
         "text": "ok", "tool_calls": [{"name": "Bash", "arguments": {"command": "ls"}}]}
     streamed = SimpleNamespace(status=200)  # a StreamResponse has no body to read back
     assert conversation._reply_from_response("chat", streamed) is None
+
+
+def test_a_harness_without_a_model_is_refused(pytester):
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--harness", "oracle", "--collect-only")
+    assert result.ret != 0 and "--harness oracle calls no model" in result.stderr.str()

@@ -64,6 +64,17 @@ def pytest_configure(config: pytest.Config) -> None:
                                     "--dataset")
     if not is_wildclaw(config):
         return
+    spec = config.getoption("harness", None)
+    if spec:
+        from ..harness import HarnessError, get_harness_class
+
+        try:
+            if not get_harness_class(spec).needs_model:
+                raise pytest.UsageError(f"--harness {spec} calls no model, so it cannot run WildClawBench tasks; use "
+                                        "an agent harness (openclaw, claude-code, codex, hermes) with "
+                                        "--model scripted/gold for a check without a key")
+        except HarnessError:
+            pass  # the Claw-SWE-Bench configure reports an unknown harness in its own words
     config._clawswe_wildclaw = options(config)
 
 
