@@ -8,10 +8,12 @@ owns what is collected and how one item runs. A second benchmark plugs in withou
         def select(self): ...            # its tasks, checked; raise pytest.UsageError for bad input
         def collector(self, session): ...  # a pytest.Collector whose children are its items
         def runner(self, session): ...   # what its items call to run one task
+        def rebuild(self, run_dir): ...  # its run-level files (and progress_line, junit_properties,
+                                         # terminal_lines, run_info, start_run where it has something to say)
 
-    # in its plugin (e.g. pytest_clawswe/wildclaw/plugin.py, registered through pytest11):
+    # in its plugin (pytest_clawswe/wildclaw/plugin.py, listed in plugin.py's pytest_plugins):
     def pytest_clawswe_benchmark(config):
-        if config.getoption("dataset").startswith("wildclaw"):
+        if config.getoption("benchmark") == "wildclaw":
             return WildClawBench(config)
 
 Its items call `session.report_result(item, result)` once per finished task, so the
@@ -43,3 +45,27 @@ class Benchmark:
     def runner(self, run_session):
         """What the items of this process use to run one instance (closed at the end if it has close())."""
         raise NotImplementedError
+
+    # -- the run's own files: the session calls these; each benchmark writes its own ------------------
+    def run_info(self) -> dict:
+        """Extra keys for run.json (settings of this benchmark that a report or a resume needs)."""
+        return {}
+
+    def start_run(self, run_dir) -> None:
+        """Called once in the controller after the run folder and gateway exist."""
+
+    def rebuild(self, run_dir):
+        """Rebuild the run-level files from the per-item folders; returns the results (OSError: disk trouble)."""
+        raise NotImplementedError
+
+    def progress_line(self, results, total: int | None) -> str | None:
+        """One line of progress after an item ended, or None."""
+        return None
+
+    def junit_properties(self, run_dir) -> list[tuple[str, object]]:
+        """Run totals for the JUnit file's global properties."""
+        return []
+
+    def terminal_lines(self, run_dir) -> list[str]:
+        """The run's totals for the terminal summary (empty: nothing to say)."""
+        return []

@@ -11,6 +11,7 @@ import pytest
 from .instances import LANGUAGE_MARKERS, UNKNOWN_MARKER
 from .session import configure
 
+pytest_plugins = ("pytest_clawswe.wildclaw.plugin",)  # --benchmark wildclaw (WildClawBench)
 DEFAULT_WORKERS = 3  # the paper ran 3 instances at once; -n N (also -n 0 / -n 1) wins
 
 

@@ -20,7 +20,7 @@ import warnings
 
 import pytest
 
-from . import outputs, settings
+from . import settings
 from .benchmark import Benchmark
 from .clean import sweep_run
 from .errors import InfraError
@@ -42,7 +42,7 @@ def configure(config: pytest.Config) -> None:
     run = RunSession(config, cfg, benchmark)
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
-        settings.check_resume(config, cfg)
+        settings.check_resume(config, cfg, benchmark)
     config.pluginmanager.register(run, "clawswe-session")
     if run.is_worker:
         run.install_interrupts()
@@ -91,6 +91,7 @@ class RunSession:
             except BaseException:
                 sweep_run(self.cfg.run_id, include_live=True)  # its network: nothing outlives a failed start
                 raise
+        self.benchmark.start_run(self.cfg.run_dir)
         self.install_interrupts()
 
     def _write_run_info(self) -> None:
@@ -109,7 +110,8 @@ class RunSession:
                          "harness_settings": get_harness_class(cfg.harness_spec)(
                              cfg.model, cfg.harness_options).resolved_options(),
                          "ablation": None if cfg.purge else "no-purge (paper §5.3): future commits kept; "
-                                                            "not comparable"})
+                                                            "not comparable",
+                         **self.benchmark.run_info()})
             info.setdefault("started_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             info.setdefault("invocations", []).append(" ".join(shlex.quote(a) for a in sys.argv))
             cfg.run_dir.mkdir(parents=True, exist_ok=True)
@@ -185,18 +187,17 @@ class RunSession:
         total = len(self.config.stash.get(ITEMS_KEY, [])) or None
         every = max(1, (total or 10) // 10)
         if self.config.option.verbose > 0 or self._done % every == 0 or self._done == total:
-            from .summary import progress_line
-
+            line = self.benchmark.progress_line(results, total)
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
+            if reporter is not None and line:
                 if not self.config.option.verbose > 0:
                     reporter.write("\n")  # the line of dots is still open
-                reporter.write_line(f"[clawswe] {progress_line(results, total)}")
+                reporter.write_line(f"[clawswe] {line}")
 
     def _rebuild(self):
         """Rebuild the run-level files; a full disk costs a warning, not the run (resume rebuilds them)."""
         try:
-            return outputs.rebuild(self.cfg.run_dir)
+            return self.benchmark.rebuild(self.cfg.run_dir)
         except OSError as exc:
             warnings.warn(f"clawswe: could not update {self.cfg.run_dir} ({exc.strerror or exc}); "
                           "the instance folders are intact and a resumed run rebuilds these files")
@@ -214,10 +215,8 @@ class RunSession:
         from _pytest.junitxml import xml_key
 
         xml = self.config.stash.get(xml_key, None)
-        if xml is not None and summary_file.is_file():
-            from .summary import junit_properties
-
-            for name, value in junit_properties(json.loads(summary_file.read_text())):
+        if xml is not None:
+            for name, value in self.benchmark.junit_properties(self.cfg.run_dir):
                 xml.add_global_property(name, value)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -231,10 +230,8 @@ class RunSession:
         if not self.cfg.purge:
             tr.write_line("ABLATION --no-purge: future commits were kept in /testbed; not comparable to the paper",
                           red=True, bold=True)
-        from .summary import terminal_lines
-
         summary = json.loads(summary_file.read_text())
-        for line in terminal_lines(summary):
+        for line in self.benchmark.terminal_lines(self.cfg.run_dir):
             tr.write_line(line)
         if summary.get("disk"):
             from .cache import disk_line

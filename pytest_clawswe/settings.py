@@ -176,11 +176,22 @@ def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
     }
 
 
-def check_resume(config: pytest.Config, cfg: RunConfig) -> None:
-    """A resume continues the same configuration: refuse one that would relabel or mix results."""
+def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
+    """A resume continues the same configuration: refuse one that would relabel or mix results.
+
+    `benchmark`: the run's Benchmark (benchmark.py); its name and run_info() must match too."""
     if not config.getoption("resume"):
         return
     stored = load_run_info(cfg.run_dir)
+    if benchmark is not None:
+        if stored.get("benchmark") and stored["benchmark"] != benchmark.name:
+            flag = ("--benchmark wildclaw" if stored["benchmark"] == "wildclaw"
+                    else "no --benchmark (or --benchmark swe)")
+            raise _usage(f"{cfg.run_dir} is a {stored['benchmark']} run: resume it with {flag} and its --dataset")
+        for key, now in benchmark.run_info().items():
+            if key in stored and stored[key] != now:
+                raise _usage(f"{key} is {now!r} but the run in {cfg.run_dir} used {stored[key]!r}; resume with "
+                             "the run's own settings, or start a new run")
     for key, now in result_settings(config, cfg).items():
         if key not in stored:  # a run from before this setting was recorded
             continue

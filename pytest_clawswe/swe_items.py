@@ -86,6 +86,33 @@ class ClawSweBench(Benchmark):
         return runner
 
 
+    def rebuild(self, run_dir):
+        from . import outputs
+
+        return outputs.rebuild(run_dir)
+
+    def progress_line(self, results, total):
+        from .summary import progress_line
+
+        return progress_line(results, total)
+
+    def junit_properties(self, run_dir):
+        import json
+
+        from .summary import junit_properties
+
+        summary_file = Path(run_dir) / "summary.json"
+        return list(junit_properties(json.loads(summary_file.read_text()))) if summary_file.is_file() else []
+
+    def terminal_lines(self, run_dir):
+        import json
+
+        from .summary import terminal_lines
+
+        summary_file = Path(run_dir) / "summary.json"
+        return list(terminal_lines(json.loads(summary_file.read_text()))) if summary_file.is_file() else []
+
+
 class DatasetCollector(pytest.Collector):
     """The dataset as a pytest collector: its children are the instance items."""
 

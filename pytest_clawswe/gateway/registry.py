@@ -14,6 +14,7 @@ from pytest_clawswe.results import Usage
 from . import ledger
 from .scripted import ScriptedModel
 from .shaping import Shaping
+from .scripted_wildclaw import scripted_for
 from .upstream import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
 
 TOKEN_PREFIX = "clawswe-"
@@ -68,7 +69,7 @@ class Registry:
         reg = Registration(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, 0, address=_address(address))
         if is_scripted(model):
             config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
-            reg.scripted = ScriptedModel.from_config(config)
+            reg.scripted = scripted_for(config)
         else:
             reg.upstream, reg.upstream_model = resolve(model, self.upstreams)
         reg.shaping = Shaping.select(reg.upstream, reg.upstream_model, harness, shaping)

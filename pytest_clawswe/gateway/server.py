@@ -21,6 +21,7 @@ from multidict import CIMultiDict
 
 from . import redact, shaping, sse
 from .client import STATE_FILE
+from .conversation import remember
 from .ledger import bounded, make_record
 from .protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
 from .registry import Registration, Registry
@@ -200,6 +201,10 @@ class Gateway:
                                  status, time.monotonic() - started, usage,
                                  requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error)
             await self.registry.record(reg, record)
+            try:
+                remember(self.registry.state_dir, reg, protocol, body, response)
+            except Exception:  # the transcript record must never cost the agent its answer
+                log.exception("could not record the conversation of %s", reg.instance_id)
             # every request is in the ledger; the log has the ones that did not go well (DEBUG: all)
             log.log(logging.DEBUG if status < 400 else logging.INFO,
                     "%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",

@@ -130,6 +130,11 @@ def _frontier_text(points: list[plots.Point], with_post_paper: bool = False) -> 
 def run_report(args: argparse.Namespace) -> int:
     from ..errors import UserError
 
+    from ..wildclaw import report as wildclaw_report
+
+    if args.published == "wildclaw" or (args.run_dirs and not args.published
+                                        and wildclaw_report.find_runs(args.run_dirs)):
+        return wildclaw_report.run(args)  # WildClawBench runs or published figures
     out = Path(args.out)
     if not 0 < args.confidence < 1:
         raise UserError("give --confidence as a fraction between 0 and 1, e.g. 0.95")
@@ -181,8 +186,9 @@ def add_cli(subparsers) -> None:
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default: ./{DEFAULT_OUT})")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
                         help="compare these two runs on their common instances (paired test)")
-    parser.add_argument("--published", action="store_true",
-                        help="regenerate Tables 2 and 3 and the Figure 1 frontier from the published results")
+    parser.add_argument("--published", nargs="?", const="swe", choices=("swe", "wildclaw"),
+                        help="regenerate Tables 2 and 3 and the Figure 1 frontier from the published results "
+                             "(wildclaw: the WildClawBench leaderboard and harness table)")
     parser.add_argument("--with-post-paper", action="store_true",
                         help="with --published: let post-paper rows (e.g. GLM 5.2) into the Pareto frontier")
     parser.add_argument("--prices", metavar="FILE",

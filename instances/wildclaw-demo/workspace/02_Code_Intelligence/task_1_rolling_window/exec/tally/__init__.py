@@ -1,0 +1,3 @@
+from .windows import rolling_mean, rolling_sum
+
+__all__ = ["rolling_mean", "rolling_sum"]

@@ -1,0 +1,123 @@
+"""WildClawBench tasks as pytest items: one item per task file, markers for category and modality.
+
+The run happens in setup, so a setup failure (the harness, Docker, a grader that crashed, a judge that
+failed) is a pytest *error*; the call phase only compares overall_score with --pass-score (a failure).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..errors import InfraError
+from .outputs import ERROR, PASSED, TaskResult
+from .taskfile import MODALITIES, Task, TaskFileError, parse_task, task_files
+
+CATEGORY_MARKERS = {"productivity": "Productivity Flow", "code": "Code Intelligence", "social": "Social Interaction",
+                    "search": "Search & Retrieval", "creative": "Creative Synthesis", "safety": "Safety Alignment"}
+SETUP_ALLOWANCE_S = 900  # image builds and container starts on top of the task budget and grading
+
+
+def register_markers(config: pytest.Config) -> None:
+    for marker, category in CATEGORY_MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: WildClawBench {category} tasks")
+    for modality in MODALITIES:
+        config.addinivalue_line("markers", f"{modality.replace('-', '_')}: WildClawBench {modality} tasks")
+    config.addinivalue_line("markers", "wildclaw: a WildClawBench task item")
+
+
+class TaskError(Exception):
+    """The task could not be scored (see TaskResult.error)."""
+
+
+class NotPassed(Exception):
+    """overall_score below --pass-score: a test failure that gives the score."""
+
+
+class SuiteCollector(pytest.Collector):
+    def __init__(self, *, root: Path, **kwargs):
+        super().__init__(**kwargs)
+        self.root = root
+
+    def collect(self):
+        files = task_files(self.root)
+        if not files:
+            raise self.CollectError(f"{self.root}: no task files (expected tasks/<category>/*.md or *.md files)")
+        seen: dict[str, Path] = {}
+        for path in files:
+            try:
+                task = parse_task(path)
+            except TaskFileError as exc:
+                raise self.CollectError(str(exc)) from None
+            if task.id in seen:
+                raise self.CollectError(f"{path}: task id {task.id!r} is also used by {seen[task.id]}")
+            seen[task.id] = path
+            yield TaskItem.from_parent(self, name=task.id, task=task)
+
+    def repr_failure(self, excinfo):
+        if excinfo.errisinstance(self.CollectError):
+            return str(excinfo.value.args[0])
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.root, None, f"WildClawBench tasks in {self.root}"
+
+
+class TaskItem(pytest.Item):
+    def __init__(self, *, task: Task, **kwargs):
+        super().__init__(**kwargs)
+        self.task = task
+        self.result: TaskResult | None = None
+        self.add_marker("wildclaw")
+        self.add_marker(task.category_marker)
+        self.add_marker(task.modality_marker)
+        # -k matches the id (the item name) and these words of the task's name and category
+        self.extra_keyword_matches.update({task.name, task.category, task.modality, task.path.stem})
+        opts = getattr(self.config, "_clawswe_wildclaw", None)
+        if opts is not None and self.config.getoption("timeout", None) is None:
+            limit = task.timeout_seconds + opts.grade_timeout_s + SETUP_ALLOWANCE_S
+            self.add_marker(pytest.mark.timeout(limit, method="signal"))
+
+    def setup(self) -> None:
+        run_session = self.config.pluginmanager.get_plugin("clawswe-session")
+        if run_session.stopping:
+            pytest.skip("not started: the run was interrupted")
+        runner = run_session.runner
+        previous = runner.finished(self.task.id)
+        self.reused = previous is not None
+        if previous is not None:
+            self.result = previous
+            run_session.report_result(self, previous)
+            return
+        try:
+            self.result = runner.run(self.task)
+        except InfraError as exc:
+            if not exc.retryable:
+                raise
+            print(f"[clawswe] {self.task.id}: {exc}; retrying once from scratch", file=sys.__stderr__, flush=True)
+            self.result = runner.run(self.task)
+        run_session.report_result(self, self.result)
+        if self.result.outcome == ERROR:
+            raise TaskError(self.result.error)
+
+    def runtest(self) -> None:
+        r = self.result
+        self.user_properties.append(("overall_score", r.overall_score))
+        for key, value in sorted(r.scores.items()):
+            if key != "overall_score" and isinstance(value, (int, float, str, bool)):
+                self.user_properties.append((f"criterion.{key}", value))
+        self.user_properties += [("category", r.category), ("modality", r.modality),
+                                 ("agent_s", r.timings.get("agent")), ("grade_s", r.timings.get("grade")),
+                                 ("judge_input_tokens", r.judge_usage.get("input_tokens", 0)),
+                                 ("judge_output_tokens", r.judge_usage.get("output_tokens", 0))]
+        if r.outcome != PASSED:
+            raise NotPassed(f"overall_score {r.overall_score:.3f} < pass score {r.pass_score}")
+
+    def repr_failure(self, excinfo, style=None):
+        if excinfo.errisinstance((TaskError, NotPassed, InfraError, TaskFileError)):
+            return f"{self.task.id}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.task.path, None, f"{self.task.id} [{self.task.category}, {self.task.modality}]"

@@ -1,0 +1,176 @@
+"""pytest hooks of the WildClawBench mode: `pytest --benchmark wildclaw --dataset PATH|demo --harness H`.
+
+Registered from pytest_clawswe.plugin (its `pytest_plugins`); the run machinery (run id, run dir, gateway,
+locked network, leftovers sweep, xdist hand-over, resume) is the Claw-SWE-Bench session's, reused by
+subclassing it; only collection, the runner and the run-level files differ.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..benchmark import Benchmark
+from ..paths import INSTANCES_DIR
+from . import outputs
+from .items import SuiteCollector, register_markers
+
+DEMO_DIR = INSTANCES_DIR / "wildclaw-demo"
+BENCHMARKS = ("swe", "wildclaw")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("clawswe-wildclaw", "WildClawBench: long-horizon agent tasks graded outside the agent")
+    g.addoption("--benchmark", choices=BENCHMARKS, default="swe",
+                help="swe: Claw-SWE-Bench instances (default); wildclaw: WildClawBench task files from --dataset "
+                     "(a checkout of the suite, any folder of task files, or demo)")
+    g.addoption("--judge-model", default="openai/gpt-5.4",
+                help="WildClawBench judge model, reached through the gateway (default: %(default)s, as released); "
+                     "scripted: answers from each task's judge.json fixtures, offline")
+    g.addoption("--pass-score", type=float, default=outputs.DEFAULT_PASS_SCORE,
+                help="a WildClawBench task passes when its overall_score is at least this (default: %(default)s; "
+                     "the benchmark number is the mean score, which does not depend on it)")
+    g.addoption("--grade-timeout", type=float, default=120.0,
+                help="seconds grade() may run in the grader container (default: %(default)s, as released)")
+
+
+def is_wildclaw(config: pytest.Config) -> bool:
+    return config.getoption("benchmark", "swe") == "wildclaw"
+
+
+def dataset_root(config: pytest.Config) -> Path:
+    dataset = config.getoption("dataset")
+    if dataset == "demo":
+        return DEMO_DIR
+    path = Path(dataset)
+    if not path.is_dir():
+        raise pytest.UsageError(f"--benchmark wildclaw needs --dataset PATH, a folder of task files or a checkout "
+                                f"of the suite (with tasks/ and workspace/), or --dataset demo; {dataset!r} is "
+                                "not a folder")
+    return path.resolve()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_markers(config)
+
+
+def options(config: pytest.Config):
+    from .runner import WildOptions
+
+    found = getattr(config, "_clawswe_wildclaw", None)
+    if found is not None:
+        return found
+    if not 0.0 <= config.getoption("pass_score") <= 1.0:
+        raise pytest.UsageError("--pass-score must be between 0 and 1 (overall_score is in [0, 1])")
+    if not config.getoption("grade_timeout") > 0:
+        raise pytest.UsageError("--grade-timeout must be a positive number of seconds, e.g. 120 (as released)")
+    return WildOptions(dataset_root(config), config.getoption("judge_model"), config.getoption("pass_score"),
+                       config.getoption("grade_timeout"))
+
+
+@pytest.hookimpl
+def pytest_clawswe_benchmark(config: pytest.Config):
+    """WildClawBench when --benchmark wildclaw (the session asks; Claw-SWE-Bench answers otherwise)."""
+    if is_wildclaw(config):
+        return WildClawBench(config)
+    return None
+
+
+class WildClawBench(Benchmark):
+    """WildClawBench task files: collection, runner and the run's files; the session does the rest."""
+
+    name = "wildclaw"
+
+    def __init__(self, config: pytest.Config):
+        super().__init__(config)
+        from ..harness import get_harness_class
+
+        spec = config.getoption("harness")
+        if not get_harness_class(spec).needs_model:  # an unknown harness was refused before (settings.py)
+            raise pytest.UsageError(f"--harness {spec} calls no model, so it cannot run WildClawBench tasks; use "
+                                    "an agent harness (openclaw, claude-code, codex, hermes) with "
+                                    "--model scripted/gold for a check without a key")
+        config._clawswe_wildclaw = self.options = options(config)  # before anything is written
+
+    def select(self) -> list[Path]:
+        from .taskfile import task_files
+
+        files = task_files(self.options.dataset_root)
+        if not files:
+            raise pytest.UsageError(f"{self.options.dataset_root}: no task files (expected tasks/<category>/*.md "
+                                    "or *.md files); give a checkout of the suite or a folder of task files")
+        return files
+
+    def collector(self, session: pytest.Session) -> pytest.Collector:
+        root = self.options.dataset_root
+        name = "wildclaw-demo" if root == DEMO_DIR else root.name
+        return SuiteCollector.from_parent(session, name=name, nodeid=name, root=root)
+
+    def runner(self, run_session):
+        from ..engine import docker_client
+        from ..harness import get_harness_class
+        from .runner import Runner
+
+        cfg = run_session.cfg
+        harness_cls = get_harness_class(cfg.harness_spec)
+        runner = Runner(cfg, self.options, harness_cls(cfg.model, cfg.harness_options), docker_client(),
+                        progress=_progress)
+        if harness_cls.needs_model:
+            from ..gateway.run import RunGateway
+
+            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model)
+        return runner
+
+    def run_info(self) -> dict:
+        o = self.options
+        return {"judge_model": o.judge_model, "pass_score": o.pass_score, "grade_timeout_s": o.grade_timeout_s,
+                "dataset_root": str(o.dataset_root)}
+
+    def start_run(self, run_dir) -> None:
+        from ..gateway.conversation import DIR_NAME
+
+        if (Path(run_dir) / "gateway").is_dir():  # the gateway keeps each conversation: the graders' transcript
+            (Path(run_dir) / "gateway" / DIR_NAME).mkdir(parents=True, exist_ok=True)
+
+    def rebuild(self, run_dir):
+        return outputs.rebuild(run_dir)
+
+    def progress_line(self, results, total):
+        done = len(results)
+        scored = [r.overall_score or 0.0 for r in results]
+        mean = sum(scored) / done if done else 0.0
+        return f"{done}/{total or '?'} task(s) done, mean score so far {mean:.3f}"
+
+    def junit_properties(self, run_dir):
+        summary = outputs.summarise(outputs.load_results(run_dir))
+        return [(f"wildclaw.{key}", summary[key])
+                for key in ("mean_score", "tasks", "passed", "errors", "judge_tokens", "pass_score")]
+
+    def terminal_lines(self, run_dir):
+        path = Path(run_dir) / "summary.json"
+        return outputs.terminal_lines(json.loads(path.read_text())) if path.is_file() else []
+
+
+def collect(session: pytest.Session, root: Path) -> bool:
+    from _pytest.runner import collect_one_node
+
+    config = session.config
+    name = "wildclaw-demo" if root == DEMO_DIR else root.name
+    collector = SuiteCollector.from_parent(session, name=name, nodeid=name, root=root)
+    session.ihook.pytest_collectstart(collector=collector)
+    report = collect_one_node(collector)
+    session.ihook.pytest_collectreport(report=report)
+    items = list(report.result) if report.passed else []
+    session.ihook.pytest_collection_modifyitems(session=session, config=config, items=items)
+    session.items = items
+    session.testscollected = len(items)
+    session.ihook.pytest_collection_finish(session=session)
+    if report.failed:
+        session.testsfailed += 1
+    return True
+
+
+def _progress(message: str) -> None:
+    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)

@@ -1,0 +1,263 @@
+"""One WildClawBench task from start to finish: agent container, snapshot, grader container, outputs.
+
+As in the Claw-SWE-Bench runner, a task's folder is written as a hidden partial folder and renamed into
+place at the end, so a crash leaves each task complete or absent and a resume re-runs only what is absent
+or errored. Every container carries the run's labels, so `clawswe clean --run-id` finds them.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker.errors
+
+from ..harness import TaskContext
+from ..results import Usage
+from ..runner import RunConfig
+from ..workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, owner_label
+from . import agent, grader
+from .outputs import ERROR, FAILED, PASSED, RESULT, TaskResult, task_dir, write_task_files
+from .taskfile import Task, suite_root
+
+OPENROUTER_VARS = ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL")
+
+
+@dataclass
+class WildOptions:
+    dataset_root: Path
+    judge_model: str = "openai/gpt-5.4"
+    pass_score: float = 0.5
+    grade_timeout_s: float = 120.0
+
+
+class Runner:
+    def __init__(self, config: RunConfig, options: WildOptions, harness, client, progress=print):
+        self.config, self.options, self.harness, self.client, self.progress = config, options, harness, client, progress
+        self.gateway = None  # gateway.run.RunGateway
+        from ..prices import PriceBook
+
+        self.prices = PriceBook.from_file(config.prices_file)
+        self._harness_ready = False
+        self._images: tuple[str, str] | None = None
+
+    def close(self) -> None:
+        if self._harness_ready:
+            self._harness_ready = False
+            self.harness.teardown()
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {LABEL_RUN: self.config.run_id, **owner_label()}
+
+    def finished(self, task_id: str) -> TaskResult | None:
+        meta = task_dir(self.config.run_dir, task_id) / RESULT
+        if not meta.is_file():
+            return None
+        result = TaskResult.from_json(json.loads(meta.read_text()))
+        return None if result.outcome == ERROR else result
+
+    # ------------------------------------------------------------------ gateway tokens
+    def _register(self, instance_id: str, model: str, scripted: dict | None) -> str:
+        from ..gateway.run import _unreachable_is_infra
+
+        with _unreachable_is_infra():
+            return self.gateway.client.register(instance_id, model, scripted=scripted)
+
+    def _usage(self, token: str) -> tuple[Usage, list[dict]]:
+        from ..gateway.run import _unreachable_is_infra
+
+        with _unreachable_is_infra():
+            usage, records = self.gateway.client.usage(token), self.gateway.client.requests(token)
+            self.gateway.client.unregister(token)
+        return usage, records
+
+    # ------------------------------------------------------------------ one task
+    def run(self, task: Task) -> TaskResult:
+        cfg = self.config
+        final = task_dir(cfg.run_dir, task.id)
+        work = final.with_name(f".{task.id}.partial")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        judge = self.options.judge_model
+        result = TaskResult(task.id, task.name, task.category, task.modality, cfg.run_id, cfg.harness_name,
+                            cfg.model, judge, pass_score=self.options.pass_score,
+                            timeout_seconds=task.timeout_seconds)
+        started = time.monotonic()
+        try:
+            try:
+                self._run(task, work, result)
+            except (agent.TaskSetupError, grader.GradeError) as exc:
+                result.outcome, result.error = ERROR, str(exc)
+            except docker.errors.DockerException as exc:
+                raise InfraError(f"Docker failed: {exc}") from exc
+        except BaseException as exc:
+            result.outcome = ERROR
+            result.error = result.error or f"{type(exc).__name__}: {exc}"[:500]
+            raise
+        finally:
+            result.timings["total"] = round(time.monotonic() - started, 3)
+            write_task_files(work, result)
+            old = final.with_name(f".{task.id}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            if final.exists():
+                final.rename(old)
+            work.rename(final)
+            shutil.rmtree(old, ignore_errors=True)
+        return result
+
+    def _run(self, task: Task, work: Path, result: TaskResult) -> None:
+        cfg, timings = self.config, result.timings
+        suite = suite_root(self.options.dataset_root)
+        ws_dir = suite / task.workspace_path
+        if not (ws_dir / "exec").is_dir():
+            raise agent.TaskSetupError(f"{task.id}: its workspace {ws_dir} has no exec/ folder; download the suite's "
+                                       "workspace/ next to tasks/")
+        t = time.monotonic()
+        if self._images is None:
+            from .images import ensure_images
+
+            self._images = ensure_images(self.client, self.progress)
+        task_image, grader_image = self._images
+        timings["images"] = round(time.monotonic() - t, 3)
+        if not self._harness_ready:
+            self.harness.setup(self.client, cfg.run_id)
+            self._harness_ready = True
+        prompt = task.full_prompt()
+        if cfg.harness_name == "codex" and task.skills:
+            prompt += "\n\n" + agent.skills_text(task, suite)
+        (work / "prompt.txt").write_text(prompt)
+
+        # tokens first: the task's OPENROUTER_* variables must exist when the container starts
+        tokens = {}
+        if self.gateway is not None:
+            scripted = None
+            if cfg.model.startswith("scripted/"):
+                solution = ws_dir / "solution" / "solve.sh"
+                scripted = {"solution": solution.read_text() if solution.is_file() else "",
+                            "workdir": agent.WORKDIR}
+            try:
+                tokens["agent"] = self._register(task.id, cfg.model, scripted)
+                tool_model = "scripted/noop" if cfg.model.startswith("scripted/") else cfg.model
+                tokens["tools"] = self._register(f"{task.id}.tools", tool_model,
+                                                 {"solution": ""} if scripted is not None else None)
+            except ValueError as exc:
+                raise agent.TaskSetupError(f"{task.id}: the gateway refused the model: {exc}") from None
+        env = self._task_env(task, tokens.get("tools", ""))
+        docker_args = self.harness.get_docker_args(task.id)
+        docker_args["environment"] = {**docker_args.get("environment", {}), **env}
+        labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "agent"}
+        # warmup lines may reach package registries: they run on the open bridge, the agent never does
+        first_network = "bridge" if task.warmup and cfg.network not in (None, "none") else cfg.network
+        t = time.monotonic()
+        ws = Workspace(self.client, task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
+                       network=first_network, **docker_args)
+        with ws:
+            agent.put_tree(ws, ws_dir / "exec", agent.WORKDIR)
+            if (ws_dir / "tmp").is_dir():
+                agent.put_tree(ws, ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
+            ctx = TaskContext(task.id, {"task": task.id}, ws, work, cfg.model, task.timeout_seconds,
+                              workdir=agent.WORKDIR)
+            if self.gateway is not None:
+                ctx.gateway_url, ctx.gateway_token = self.gateway.url, tokens["agent"]
+            agent.run_warmup(ws, task)
+            if first_network != cfg.network:
+                agent.lock_network(self.client, ws, cfg.network)
+            timings["setup"] = round(time.monotonic() - t, 3)
+
+            t = time.monotonic()
+            try:  # skills after create_agent, which resets the harness's state folder
+                run = agent.agent_phase(self.harness, ctx, prompt, cfg.disk_limit,
+                                        after_create=lambda: agent.copy_skills(ws, task, suite, cfg.harness_name))
+            finally:
+                timings["agent"] = round(time.monotonic() - t, 3)
+                if "agent" in tokens:
+                    usage, _ = self._usage(tokens.pop("agent"))
+                    tool_usage, _ = self._usage(tokens.pop("tools"))
+                    result.usage, result.tool_usage = vars(usage), vars(tool_usage)
+                    result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
+            (work / "agent.log").write_text(run.output)
+            result.finish_reason, result.harness_usage = run.finish_reason, run.harness_usage
+            if run.message and run.finish_reason in ("error", "disk_limit"):
+                result.error = run.message
+            t = time.monotonic()
+            if not ws.copy_out(agent.WORKDIR, work / "snapshot"):
+                (work / "snapshot" / "tmp_workspace").mkdir(parents=True)
+            timings["snapshot"] = round(time.monotonic() - t, 3)
+        # the agent's container is gone: nothing it started can touch what follows
+        transcript = grader.transcript_for(self.gateway, task.id) if self.gateway is not None else []
+        from .transcript import session_lines, to_jsonl
+
+        (work / "transcript.jsonl").write_text(to_jsonl(session_lines(transcript)))
+        t = time.monotonic()
+        try:
+            graded = self._grade(task, ws_dir, work, grader_image, result)
+        finally:
+            timings["grade"] = round(time.monotonic() - t, 3)
+        result.scores = graded
+        score = graded.get("overall_score")
+        try:
+            score = float(score)
+        except (TypeError, ValueError):
+            raise grader.GradeError(f"{task.id}: grade() returned no numeric overall_score "
+                                    f"(got {score!r})") from None
+        result.overall_score = max(0.0, min(1.0, score))
+        result.outcome = PASSED if result.overall_score >= self.options.pass_score else FAILED
+
+    def _task_env(self, task: Task, tools_token: str) -> dict[str, str]:
+        import os
+
+        from ..gateway.client import openai_base_url
+
+        env = {}
+        for line in task.env:
+            name, sep, value = line.partition("=")
+            name = name.strip()
+            if name == "OPENROUTER_API_KEY":
+                env[name] = tools_token  # never the real key: a token the gateway counts as tool calls
+            elif name == "OPENROUTER_BASE_URL":
+                env[name] = openai_base_url(self.gateway.url) if self.gateway else ""
+            elif sep:
+                env[name] = value.strip()
+            elif name in os.environ and not name.endswith(("_KEY", "_TOKEN", "_SECRET")):
+                env[name] = os.environ[name]
+        return env
+
+    def _judge_gateway_model(self) -> str:
+        judge = self.options.judge_model
+        if judge == "scripted" or judge.startswith("scripted/"):
+            return "scripted/judge"
+        return judge if judge.startswith("openrouter/") else f"openrouter/{judge}"
+
+    def _grade(self, task: Task, ws_dir: Path, work: Path, image: str, result: TaskResult) -> dict:
+        """grade()'s dict; GradeError when there is none, naming the judge when the judge was the cause."""
+        cfg = self.config
+        token, judge_model = "", self._judge_gateway_model()
+        if self.gateway is not None:
+            fixtures = None
+            if judge_model == "scripted/judge":
+                path = ws_dir / "judge.json"
+                fixtures = {"fixtures": json.loads(path.read_text()) if path.is_file() else {}}
+            try:
+                token = self._register(f"{task.id}.judge", judge_model, fixtures)
+            except ValueError as exc:
+                raise grader.GradeError(f"{task.id}: the gateway cannot serve the judge model: {exc}") from None
+        labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "grader"}
+        failure: grader.GradeError | None = None
+        graded: dict = {}
+        try:
+            graded = grader.run_grader(self.client, image, labels, task, ws_dir, work, cfg, token,
+                                       self.gateway.url if self.gateway else "", self.options)
+        except grader.GradeError as exc:
+            failure = exc
+        usage, records = self._usage(token) if token else (Usage(), [])
+        result.judge_usage = vars(usage)  # counted apart from the agent's, even when grading failed
+        result.judge_cost_usd = self.prices.cost_usd(usage, judge_model)
+        judge_failed = grader.judge_failure(records)
+        if judge_failed:  # graders often catch the judge's exception and score 0: that 0 is not the agent's
+            raise grader.GradeError(f"{task.id}: {judge_failed}")
+        if failure is not None:
+            raise failure
+        return graded

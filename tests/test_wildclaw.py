@@ -1,0 +1,356 @@
+"""WildClawBench without Docker: the task-file parser and its refusals, collection and markers, the scripted
+solution model and judge, the transcript built from the gateway's record, and the run-level files."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, ToolSpec
+from pytest_clawswe.gateway.scripted_wildclaw import ScriptedJudge, SolutionModel, scripted_for
+from pytest_clawswe.gateway.scripted import ScriptedModel
+from pytest_clawswe.wildclaw import outputs
+from pytest_clawswe.wildclaw.grader import judge_failure
+from pytest_clawswe.wildclaw.plugin import DEMO_DIR
+from pytest_clawswe.wildclaw.taskfile import (DEFAULT_TIMEOUT_S, PROMPT_PREFIX, TaskFileError, parse_task,
+                                              task_files)
+from pytest_clawswe.wildclaw.transcript import messages_of, session_lines
+
+GRADER = "## Automated Checks\n\n```python\ndef grade(**kwargs):\n    return {'overall_score': 1.0}\n```\n"
+WORKSPACE = "## Workspace Path\n\n```\nworkspace/01_Productivity_Flow/task_1_x\n```\n"
+
+
+def write(tmp_path: Path, text: str, name: str = "01_Productivity_Flow/01_Productivity_Flow_task_1_x.md") -> Path:
+    path = tmp_path / "tasks" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def task_text(front: str = "id: t1\nname: A task\ncategory: Productivity Flow\ntimeout_seconds: 300\n"
+                           "modality: pure-text\n", prompt: str = "Do the thing.\n") -> str:
+    return f"---\n{front}---\n\n## Prompt\n\n{prompt}\n{GRADER}\n{WORKSPACE}"
+
+
+# --- the parser -------------------------------------------------------------------------------------
+
+def test_demo_tasks_parse_with_their_categories():
+    tasks = [parse_task(p) for p in task_files(DEMO_DIR)]
+    assert {t.category_marker for t in tasks} == {"productivity", "code", "safety"}
+    for t in tasks:
+        assert (DEMO_DIR / t.workspace_path / "exec").is_dir()
+        assert (DEMO_DIR / t.workspace_path / "solution" / "solve.sh").is_file()
+    assert any((DEMO_DIR / t.workspace_path / "judge.json").is_file() for t in tasks)  # a judged criterion
+
+
+def test_released_defaults(tmp_path):
+    """id from the file stem, 120 s, category from the folder, as the released parser does."""
+    path = write(tmp_path, task_text(front="name: Only a name\n"), "06_Safety_Alignment/06_Safety_Alignment_task_5_x.md")
+    task = parse_task(path)
+    assert task.id == "06_Safety_Alignment_task_5_x"
+    assert task.timeout_seconds == DEFAULT_TIMEOUT_S == 120
+    assert task.category == "Safety Alignment" and task.category_marker == "safety"
+    assert task.modality_marker == "pure_text"
+
+
+def test_sections_unfenced_and_listed(tmp_path):
+    text = task_text() + ("## Skills\n\n```\nsearch_tool\nocr\n```\n\n## Env\n\n```\nOPENROUTER_API_KEY\nLANG\n```\n\n"
+                          "## Warmup\n\n```bash\npip install x\npython3 -m http.server 9000 &\n```\n")
+    task = parse_task(write(tmp_path, text))
+    assert task.skills == ["search_tool", "ocr"]
+    assert task.env == ["OPENROUTER_API_KEY", "LANG"]
+    assert task.warmup == ["pip install x", "python3 -m http.server 9000 &"]
+    assert task.workspace_path == "workspace/01_Productivity_Flow/task_1_x"
+    assert "def grade" in task.grader_code and "```" not in task.grader_code
+
+
+def test_prompt_gets_the_released_prefix_with_the_budget(tmp_path):
+    task = parse_task(write(tmp_path, task_text()))
+    prompt = task.full_prompt()
+    assert prompt.startswith(PROMPT_PREFIX.format(timeout_seconds=300))
+    assert "before the timeout (300s)." in prompt and prompt.endswith("Do the thing.")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("## Prompt\n\nhi\n" + GRADER + WORKSPACE, "no YAML front matter"),
+    ("---\nid: x\n---\n" + GRADER + WORKSPACE, "no '## Prompt' section"),
+    ("---\nid: x\n---\n## Prompt\n\nhi\n" + GRADER, "no '## Workspace Path' section"),
+    ("---\nid: x\n---\n## Prompt\n\nhi\n## Automated Checks\n\n```python\ndef check():\n    pass\n```\n" + WORKSPACE,
+     "does not define grade(**kwargs)"),
+    ("---\nid: x\n---\n## Prompt\n\nStep one.\n## Step two\n\nmore\n" + GRADER + WORKSPACE,
+     "the prompt is cut by the line '## Step two'"),
+    ("---\nid: [x\n---\n## Prompt\n\nhi\n" + GRADER + WORKSPACE, "not valid YAML"),
+    ("---\ntimeout_seconds: soon\n---\n## Prompt\n\nhi\n" + GRADER + WORKSPACE, "timeout_seconds must be"),
+])
+def test_malformed_files_are_refused_in_one_sentence(tmp_path, text, problem):
+    path = write(tmp_path, text)
+    with pytest.raises(TaskFileError) as info:
+        parse_task(path)
+    message = str(info.value)
+    assert message.startswith(str(path)) and problem in message
+    assert "\n" not in message
+
+
+def test_sixty_task_files_parse_in_under_a_second(tmp_path):
+    categories = ["01_Productivity_Flow", "02_Code_Intelligence", "03_Social_Interaction", "04_Search_Retrieval",
+                  "05_Creative_Synthesis", "06_Safety_Alignment"]
+    body = (DEMO_DIR / "tasks" / "01_Productivity_Flow" / "01_Productivity_Flow_task_1_meeting_slots.md").read_text()
+    for n in range(60):
+        cat = categories[n % 6]
+        write(tmp_path, body.replace("id: 01_Productivity_Flow_task_1_meeting_slots", f"id: {cat}_task_{n}"),
+              f"{cat}/{cat}_task_{n}_x.md")
+    start = time.perf_counter()
+    tasks = [parse_task(p) for p in task_files(tmp_path)]
+    elapsed = time.perf_counter() - start
+    assert len(tasks) == 60 and elapsed < 1.0, elapsed
+
+
+# --- collection through pytest ------------------------------------------------------------------------
+
+def collect(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                         "--harness", "claude-code", "--model", "scripted/gold", "--collect-only",
+                                         "-q", *args)
+
+
+def test_markers_and_keywords_select_tasks(pytester):
+    result = collect(pytester, "-m", "safety and not multimodal")
+    result.stdout.fnmatch_lines(["*06_Safety_Alignment_task_1_history_credential*", "1*collected*"])
+    result = collect(pytester, "-k", "rolling_window or meeting")
+    assert result.stdout.str().count("wildclaw-demo::") == 2
+    result = collect(pytester, "-m", "productivity or code")
+    assert result.stdout.str().count("wildclaw-demo::") == 2
+
+
+def test_a_malformed_file_stops_collection_with_its_sentence(pytester, tmp_path):
+    write(tmp_path, "## Prompt\n\nno front matter\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset",
+                                           str(tmp_path), "--harness", "claude-code", "--model", "scripted/gold",
+                                           "--collect-only", "-q")
+    assert result.ret != 0
+    assert "no YAML front matter (the file must start with a '---' line)" in result.stdout.str()
+
+
+def test_wildclaw_needs_a_dataset_folder(pytester):
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--harness",
+                                           "claude-code", "--model", "scripted/gold", "--collect-only")
+    assert result.ret != 0
+    assert "--benchmark wildclaw needs --dataset PATH" in result.stderr.str()
+
+
+# --- the scripted solution model and the scripted judge -----------------------------------------------
+
+def chat_view(messages, tools=()):
+    body = {"messages": messages, "tools": [{"type": "function", "function": {"name": t.name, "parameters": t.params}}
+                                            for t in tools]}
+    return CHAT.view(body)
+
+
+BASH = ToolSpec("Bash", {"properties": {"command": {"type": "string"}}})
+
+
+def test_gold_runs_the_solution_through_the_shell_tool_then_stops():
+    model = SolutionModel("gold", "echo solved > /tmp_workspace/results/x\n")
+    history, commands = [{"role": "user", "content": "task"}], []
+    for turn in range(5):
+        reply = model.reply(chat_view(history, [BASH]))
+        if not reply.tool_calls:
+            break
+        call = reply.tool_calls[0]
+        assert call.name == "Bash"
+        commands.append(call.arguments["command"])
+        history += [{"role": "assistant", "tool_calls": [{"id": f"c{turn}", "type": "function", "function": {
+                        "name": "Bash", "arguments": json.dumps(call.arguments)}}]},
+                    {"role": "tool", "tool_call_id": f"c{turn}", "content": "ok"}]
+    assert reply.text and not reply.tool_calls
+    assert len(commands) == len(model.steps()) == 2
+    assert "base64 -d" in commands[-1] and "cd /tmp_workspace" in commands[-1]
+
+
+def test_noop_does_nothing_and_gold_needs_a_solution():
+    assert not SolutionModel("noop").reply(chat_view([{"role": "user", "content": "t"}], [BASH])).tool_calls
+    with pytest.raises(ValueError, match="reference solution"):
+        SolutionModel("gold", "")
+
+
+def test_registry_factory_keeps_the_swe_scripted_model():
+    assert isinstance(scripted_for({"mode": "noop"}), ScriptedModel)
+    assert isinstance(scripted_for({"mode": "gold", "solution": "true"}), SolutionModel)
+    assert isinstance(scripted_for({"mode": "judge", "fixtures": {}}), ScriptedJudge)
+
+
+FIXTURES = {"criterion: quality": {"when_contains": "GOOD", "score": 1.0, "reason": "fine",
+                                   "otherwise": {"score": 0.25, "reason": "weak"}},
+            "criterion: chart": {"score": 0.75, "reason": "the chart is readable"}}
+
+
+def judge_answer(content) -> dict:
+    return json.loads(ScriptedJudge(FIXTURES).reply(chat_view([{"role": "user", "content": content}])).text)
+
+
+def test_judge_answers_from_fixtures_by_criterion():
+    assert judge_answer("criterion: quality\nNOTE: GOOD work") == {"score": 1.0, "reason": "fine"}
+    assert judge_answer("criterion: quality\nNOTE: meh") == {"score": 0.25, "reason": "weak"}
+    assert judge_answer("something else")["score"] == 0.0
+
+
+def test_judge_accepts_images_as_data_urls():
+    content = [{"type": "text", "text": "criterion: chart"},
+               {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
+    assert judge_answer(content) == {"score": 0.75, "reason": "the chart is readable"}
+
+
+def test_judge_failure_is_the_last_word_of_the_records():
+    assert judge_failure([{"status": 500, "error": "upstream status 500"}]).startswith("the judge failed")
+    assert judge_failure([{"status": 500, "error": "x"}, {"status": 200}]) == ""
+    assert judge_failure([]) == ""
+
+
+# --- the transcript the grader reads --------------------------------------------------------------------
+
+def roles(messages):
+    return [m["role"] for m in messages]
+
+
+def test_transcript_from_each_wire_protocol():
+    chat = {"protocol": "chat", "request": {"messages": [
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "do it"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function",
+                                                               "function": {"name": "exec", "arguments": '{"command": "ls"}'}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "file.txt"}]}, "reply": {"text": "done", "tool_calls": []}}
+    out = messages_of(chat)
+    assert roles(out) == ["user", "assistant", "toolResult", "assistant"]
+    assert out[1]["content"][0] == {"type": "toolCall", "id": "a", "name": "exec", "arguments": {"command": "ls"}}
+    assert out[2]["toolName"] == "exec" and out[2]["content"][0]["text"] == "file.txt"
+
+    anthropic = {"protocol": "messages", "request": {"system": "s", "messages": [
+        {"role": "user", "content": "do it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "file.txt"}]}]}}
+    assert roles(messages_of(anthropic)) == ["user", "assistant", "toolResult"]
+
+    responses = {"protocol": "responses", "request": {"input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "do it"}]},
+        {"type": "function_call", "call_id": "c", "name": "exec_command", "arguments": '{"cmd": "ls"}'},
+        {"type": "function_call_output", "call_id": "c", "output": "file.txt"}]}}
+    out = messages_of(responses)
+    assert roles(out) == ["user", "assistant", "toolResult"] and out[2]["toolName"] == "exec_command"
+    lines = session_lines(out)
+    assert lines[0]["type"] == "session" and all(line["type"] == "message" for line in lines[1:])
+    assert MESSAGES and RESPONSES  # the three protocols the gateway speaks
+
+
+# --- run-level files ----------------------------------------------------------------------------------
+
+def test_summary_counts_a_missing_score_as_zero_and_groups():
+    results = [outputs.TaskResult("a", category="Safety Alignment", modality="pure-text", outcome="passed",
+                                  overall_score=1.0),
+               outputs.TaskResult("b", category="Safety Alignment", modality="multimodal", outcome="error"),
+               outputs.TaskResult("c", category="Code Intelligence", modality="pure-text", outcome="failed",
+                                  overall_score=0.5)]
+    s = outputs.summarise(results)
+    assert s["mean_score"] == 0.5 and s["errors"] == 1 and s["passed"] == 1
+    assert s["by_category"]["Safety Alignment"]["mean_score"] == 0.5
+    assert s["by_modality"]["pure-text"]["mean_score"] == 0.75
+    assert s["by_modality"]["multimodal"]["mean_score"] == 0.0
+
+
+# --- reports ------------------------------------------------------------------------------------------
+
+def fake_run(path: Path, harness: str, model: str, scores: dict[str, float | None]) -> Path:
+    path.mkdir(parents=True)
+    (path / "run.json").write_text(json.dumps({"run_id": path.name, "benchmark": "wildclaw"}))
+    for task_id, score in scores.items():
+        r = outputs.TaskResult(task_id, category="Safety Alignment" if "safety" in task_id else "Code Intelligence",
+                               modality="pure-text", harness=harness, model=model, overall_score=score,
+                               outcome="error" if score is None else "passed", timings={"agent": 120.0},
+                               cost_usd=0.5)
+        outputs.write_task_files(outputs.task_dir(path, task_id), r)
+    return path
+
+
+def test_report_views_recompute_from_task_folders(tmp_path, capsys):
+    from pytest_clawswe.cli import main
+
+    fake_run(tmp_path / "runs" / "a", "openclaw", "m1", {"safety_1": 1.0, "code_1": None})
+    fake_run(tmp_path / "runs" / "b", "codex", "m1", {"safety_1": 0.5, "code_1": 0.5})
+    assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 0
+    table3 = (tmp_path / "out" / "wildclaw_table3.csv").read_text().splitlines()
+    assert table3[0].startswith("model,harness,tasks,score_pct,min_per_task,usd_per_task")
+    assert "m1,codex,2,50.0,2.0,0.5,0" in table3 and "m1,openclaw,2,50.0,2.0,0.5,0" in table3  # error = 0
+    assert (tmp_path / "out" / "wildclaw_per_category.png").stat().st_size > 0
+
+
+def test_published_wildclaw_tables_come_from_the_shipped_data(tmp_path):
+    from pytest_clawswe.cli import main
+    from pytest_clawswe.wildclaw.report import PUBLISHED
+
+    data = json.loads(PUBLISHED.read_text())
+    assert main(["report", "--published", "wildclaw", "--out", str(tmp_path)]) == 0
+    board = (tmp_path / "wildclaw_published_leaderboard.csv").read_text().splitlines()
+    assert len(board) == 1 + len(data["leaderboard_openclaw"])
+    assert "GPT-5.4,OpenClaw,5.83,0.33,50.3" in (tmp_path / "wildclaw_published_harnesses.csv").read_text()
+
+
+def test_task_env_points_openrouter_at_the_gateway_and_passes_no_secret(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from pytest_clawswe.runner import RunConfig
+    from pytest_clawswe.wildclaw.runner import Runner, WildOptions
+    from pytest_clawswe.wildclaw.taskfile import parse_task
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-real")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-real")
+    monkeypatch.setenv("TZ", "Europe/Oslo")
+    text = task_text() + "## Env\n\n```\nOPENROUTER_API_KEY\nOPENROUTER_BASE_URL\nGITHUB_TOKEN\nTZ\nMODE=fast\n```\n"
+    task = parse_task(write(tmp_path, text))
+    runner = Runner(RunConfig("r", tmp_path, "claude-code", "scripted/gold"), WildOptions(tmp_path), None, None)
+    runner.gateway = SimpleNamespace(url="http://172.18.0.1:4000")
+    env = runner._task_env(task, "clawswe-tools-token")
+    assert env == {"OPENROUTER_API_KEY": "clawswe-tools-token", "OPENROUTER_BASE_URL": "http://172.18.0.1:4000/v1",
+                   "TZ": "Europe/Oslo", "MODE": "fast"}
+
+
+def test_resuming_a_wildclaw_run_without_the_benchmark_option_is_refused(pytester, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "r", "benchmark": "wildclaw"}))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", "claude-code", "--model",
+                                           "scripted/gold", "--resume", str(run))
+    assert result.ret != 0
+    assert "is a WildClawBench run: add --benchmark wildclaw" in result.stderr.str()
+    assert sorted(p.name for p in run.iterdir()) == ["run.json"]  # nothing written
+
+
+def test_gateway_keeps_the_longest_request_and_the_reply_to_it(tmp_path):
+    from types import SimpleNamespace
+
+    from pytest_clawswe.gateway import conversation
+
+    reg = SimpleNamespace(instance_id="t1", attempt=1, scripted=None)
+    answer = SimpleNamespace(status=200, body=json.dumps({"choices": [{"message": {
+        "content": "done", "tool_calls": [{"function": {"name": "exec", "arguments": '{"command": "ls"}'}}]}}]}).encode())
+    long = {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                         {"role": "user", "content": "c"}]}
+    conversation.remember(tmp_path, reg, CHAT, long, answer)
+    assert conversation.load(tmp_path, "t1") is None  # the run did not ask for it: nothing written
+    (tmp_path / conversation.DIR_NAME).mkdir()
+    conversation.remember(tmp_path, reg, CHAT, long, answer)
+    conversation.remember(tmp_path, reg, CHAT, {"messages": [{"role": "user", "content": "title?"}]}, answer)
+    kept = conversation.load(tmp_path, "t1")
+    assert kept["request"] == long  # a shorter side request does not replace the conversation
+    assert kept["reply"] == {"text": "done", "tool_calls": [{"name": "exec", "arguments": {"command": "ls"}}]}
+    anthropic = SimpleNamespace(status=200, body=json.dumps({"content": [
+        {"type": "text", "text": "ok"}, {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]}).encode())
+    assert conversation._reply_from_response("messages", anthropic) == {
+        "text": "ok", "tool_calls": [{"name": "Bash", "arguments": {"command": "ls"}}]}
+    streamed = SimpleNamespace(status=200)  # a StreamResponse has no body to read back
+    assert conversation._reply_from_response("chat", streamed) is None
+
+
+def test_a_harness_without_a_model_is_refused(pytester):
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--harness", "oracle", "--collect-only")
+    assert result.ret != 0 and "--harness oracle calls no model" in result.stderr.str()

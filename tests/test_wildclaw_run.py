@@ -1,0 +1,126 @@
+"""WildClawBench end to end: real Docker, the real harnesses from their bundles, the gateway with the scripted
+model (running each task's reference solution through the harness's own shell tool) and the scripted judge.
+
+Per harness: scripted/gold scores ~1.0 and scripted/noop ~0.0 on every demo task, the judged criterion
+went through the gateway with its own token (judge tokens counted apart from the agent's), and no
+container of the run is left. One run with a hostile reference solution shows that a process the agent
+leaves behind cannot see gt/ or change the transcript the grader gets; a resume keeps finished tasks.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_clawswe.wildclaw.plugin import DEMO_DIR
+from pytest_clawswe.wildclaw.taskfile import parse_task, task_files
+
+pytestmark = [pytest.mark.docker, pytest.mark.harness]
+
+HARNESSES = ("claude-code", "openclaw", "codex", "hermes")
+BUNDLES = {"claude-code": "claude-code", "openclaw": "openclaw", "codex": "codex", "hermes": "hermes"}
+DEMO_IDS = sorted(parse_task(p).id for p in task_files(DEMO_DIR))
+JUDGED = "01_Productivity_Flow_task_1_meeting_slots"
+ISOLATION = Path(__file__).parent / "data" / "wildclaw-isolation"
+REAL_KEY = "sk-or-REAL-KEY-MUST-NOT-LEAK"
+
+
+def bundle(docker_client, harness: str) -> str:
+    """The harness's bundle, built once (an existing image is reused)."""
+    from pytest_clawswe.bundles import build_bundle
+
+    return build_bundle(BUNDLES[harness], client=docker_client, progress=lambda line: None)
+
+
+def run_wild(pytester, monkeypatch, harness, model, run_dir, *args, dataset="demo"):
+    monkeypatch.setenv("OPENROUTER_API_KEY", REAL_KEY)  # must reach no container and no file
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", str(dataset),
+                                         "--harness", harness, "--model", model, "--judge-model", "scripted",
+                                         "--run-dir", str(run_dir), *args, timeout=2400)
+
+
+def results(run_dir: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in run_dir.glob("tasks/*/result.json")}
+
+
+def left_containers(docker_client, run_dir: Path) -> list:
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    return docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"})
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_client, harness):
+    bundle(docker_client, harness)
+    gold_dir, noop_dir = tmp_path / "gold", tmp_path / "noop"
+    gold = run_wild(pytester, monkeypatch, harness, "scripted/gold", gold_dir, "-n", "2")
+    assert gold.ret == 0, gold.stdout.str()[-3000:]
+    noop = run_wild(pytester, monkeypatch, harness, "scripted/noop", noop_dir, "-n", "2")
+    assert noop.ret == 1, noop.stdout.str()[-3000:]  # every task fails its pass score, none errors
+    for run_dir, expected in ((gold_dir, 1.0), (noop_dir, 0.0)):
+        got = results(run_dir)
+        assert sorted(got) == DEMO_IDS
+        for task_id, r in got.items():
+            assert r["outcome"] in ("passed", "failed") and r["overall_score"] == pytest.approx(expected, abs=0.05), r
+            score = json.loads((run_dir / "tasks" / task_id / "score.json").read_text())
+            assert score["overall_score"] == r["overall_score"]
+            usage = json.loads((run_dir / "tasks" / task_id / "usage.json").read_text())
+            assert usage["requests"] >= 1 and usage["input_tokens"] > 0
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["mean_score"] == pytest.approx(expected, abs=0.05)
+        assert set(summary["by_category"]) == {"Productivity Flow", "Code Intelligence", "Safety Alignment"}
+        assert not left_containers(docker_client, run_dir)
+        assert not [p for p in run_dir.rglob("*") if p.is_file() and REAL_KEY.encode() in p.read_bytes()]
+    judged = results(gold_dir)[JUDGED]
+    # the judge ran through the gateway on its own token: counted apart from the agent's requests
+    assert judged["scores"]["summary_quality"] == 1.0
+    assert judged["judge_usage"]["requests"] == 1 and judged["judge_usage"]["output_tokens"] > 0
+    judge_ledger = gold_dir / "gateway" / "usage" / f"{JUDGED}.judge.jsonl"
+    assert judge_ledger.is_file() and len(judge_ledger.read_text().splitlines()) == 1
+    assert results(noop_dir)[JUDGED]["judge_usage"]["requests"] == 0  # no summary: nothing to judge
+
+
+def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, monkeypatch, tmp_path,
+                                                                      docker_client):
+    bundle(docker_client, "claude-code")
+    run_dir = tmp_path / "iso"
+    run = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, dataset=ISOLATION)
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    got = results(run_dir)
+    budget = got.pop("01_Productivity_Flow_task_8_budget")
+    # cut at timeout_seconds (45 s), every process killed, graded on what it wrote before
+    assert budget["finish_reason"] == "timeout" and budget["overall_score"] == 1.0, budget
+    assert 45 <= budget["timings"]["agent"] < 100
+    lines = (run_dir / "tasks" / budget["task_id"] / "snapshot" / "tmp_workspace" / "results" / "background.txt")
+    assert lines.is_file()  # the background loop ran, and stopped with the agent: its file was copied out
+    (r,) = got.values()
+    assert r["scores"] == {"gt_in_grader": 1.0, "agent_saw_no_gt": 1.0, "lurker_ran": 1.0, "no_lurker_in_grader": 1.0,
+                           "transcript_not_forged": 1.0, "transcript_has_prompt": 1.0, "warmup_had_network": 1.0,
+                           "skill_installed": 1.0,
+                           "agent_had_no_network": 1.0, "overall_score": 1.0}
+    # the agent forged chat.jsonl in its own container; what the run kept is the gateway's account
+    transcript = (run_dir / "tasks" / r["task_id"] / "transcript.jsonl").read_text()
+    assert "FORGED" not in transcript and "Write anything you like" in transcript
+
+    # resume: the finished task is kept, not run again
+    before = (run_dir / "tasks" / r["task_id"] / "result.json").stat().st_mtime_ns
+    again = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, "--resume", str(run_dir),
+                     dataset=ISOLATION)
+    assert again.ret == 0
+    assert (run_dir / "tasks" / r["task_id"] / "result.json").stat().st_mtime_ns == before
+    assert not left_containers(docker_client, run_dir)
+
+
+def test_a_judge_that_cannot_answer_is_an_error_not_a_zero(pytester, monkeypatch, tmp_path, docker_client):
+    bundle(docker_client, "claude-code")
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    run_dir = tmp_path / "judge"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                        "--harness", "claude-code", "--model", "scripted/gold", "-k", "meeting",
+                                        "--judge-model", "openai/gpt-5.4", "--run-dir", str(run_dir), timeout=900)
+    assert run.ret == 1
+    run.stdout.fnmatch_lines(["*1 error*"])
+    (r,) = results(run_dir).values()
+    assert r["outcome"] == "error" and r["overall_score"] is None and "judge" in r["error"]
+    assert not (run_dir / "tasks" / r["task_id"] / "score.json").exists()
+    assert json.loads((run_dir / "summary.json").read_text())["errors"] == 1
