@@ -320,7 +320,7 @@ def test_resuming_a_wildclaw_run_without_the_benchmark_option_is_refused(pyteste
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", "claude-code", "--model",
                                            "scripted/gold", "--resume", str(run))
     assert result.ret != 0
-    assert "is a WildClawBench run: add --benchmark wildclaw" in result.stderr.str()
+    assert "is a wildclaw run: resume it with --benchmark wildclaw" in result.stderr.str()
     assert sorted(p.name for p in run.iterdir()) == ["run.json"]  # nothing written
 
 

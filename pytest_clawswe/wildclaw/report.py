@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..paths import PROJECT_ROOT
+from ..paths import WILDCLAW_PUBLISHED_RESULTS
 from ..report.tables import write_table
 from .outputs import load_results
 
-PUBLISHED = PROJECT_ROOT / "reports" / "published" / "wildclawbench_published_results.json"
+PUBLISHED = WILDCLAW_PUBLISHED_RESULTS
 
 
 def is_wildclaw_run(path: Path) -> bool:
