@@ -31,7 +31,7 @@ from .upstream import Upstream
 log = logging.getLogger("clawswe.gateway")
 
 # The largest request body accepted. The largest real request of the scripted demo runs is 58 KB (Claude
-# Code; docs/fidelity.md, "The model gateway"), but a real run's request grows with its context: a full 1M-token
+# Code; OpenClaw 41 KB, Hermes 29 KB; docs/fidelity.md), but a real run's request grows with its context: a 1M-token
 # context (DeepSeek's window, the largest in the paper's settings) is ~4 MB of text and at most ~8 MB
 # as escaped JSON, so 16 MiB leaves 2x headroom. CLAWSWE_GATEWAY_MAX_BODY_MB changes it.
 MAX_BODY = int(float(os.environ.get("CLAWSWE_GATEWAY_MAX_BODY_MB", "16")) * 1024 * 1024)
