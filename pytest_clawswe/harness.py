@@ -27,7 +27,7 @@ from .errors import HarnessError
 from .paths import PROMPTS_DIR
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from .workspace_api import BaseWorkspace
 
 ENTRY_POINT_GROUP = "clawswe.harnesses"
 
@@ -38,7 +38,7 @@ class TaskContext:
 
     instance_id: str
     row: dict  # the dataset row (problem_statement, base_commit, ...); adapters must not leak tests
-    workspace: "Workspace"
+    workspace: "BaseWorkspace"
     artifacts_dir: Path  # the instance's artifact folder on the host
     model: str
     budget_s: float  # wall-clock budget of the agent phase

@@ -11,7 +11,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from .workspace import InfraError, Workspace
+from .errors import InfraError
+from .workspace_api import BaseWorkspace
 
 # Files whose changes are environment churn, not a fix (the released list, SETUP_FILES_TO_REMOVE).
 DROPPED_FILES = frozenset({
@@ -90,14 +91,14 @@ def clean_patch(raw: str) -> tuple[str, list[str]]:
     return "".join(kept), dropped
 
 
-def scrub_artifacts(ws: Workspace, paths: tuple[str, ...], workdir: str = "/testbed") -> None:
+def scrub_artifacts(ws: BaseWorkspace, paths: tuple[str, ...], workdir: str = "/testbed") -> None:
     """Remove harness-written files that git does not track (the adapter saved them already)."""
     for path in paths:
         quoted = shlex.quote(path)
         ws.exec(f"cd {workdir} && if [ -z \"$(git ls-files -- {quoted})\" ]; then rm -rf -- {quoted}; fi")
 
 
-def collect_patch(ws: Workspace, base_commit: str, workdir: str = "/testbed") -> CollectedPatch:
+def collect_patch(ws: BaseWorkspace, base_commit: str, workdir: str = "/testbed") -> CollectedPatch:
     # A fresh index in a temp file: the agent's own staging (or a broken index) does not matter.
     script = f"""
 set -e

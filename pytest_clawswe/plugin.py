@@ -61,6 +61,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--cache-level", choices=("auto", "none", "base", "instance"), default="auto",
                 help="images kept when an item ends: instance (the instance and prepared images), base (what "
                      "they are built on), none; auto (default): instance for runs of up to 25 items, else base")
+    g.addoption("--gateway-shaping", default="auto", metavar="auto|off|NAME,...",
+                help="model-side request shaping in the gateway, as the released proxies did (DashScope cache "
+                     "marker, zeroclaw's tool filter and Responses->Chat conversion, DeepSeek reasoning): auto "
+                     "(default: where the released code had it), off, or a comma list (docs/fidelity.md)")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
 

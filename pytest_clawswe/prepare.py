@@ -19,6 +19,7 @@ import docker.errors
 
 from .labels import LABEL_PREPARED, LABEL_SOURCE_IMAGE as LABEL_SOURCE
 from .workspace import InfraError, LABEL_ROLE, Workspace
+from .workspace_api import BaseWorkspace
 
 PREP_VERSION = "3"  # bump when the preparation changes, so derived images are rebuilt
 PREPARED_REPO = "clawswe-prepared"
@@ -102,7 +103,7 @@ git for-each-ref --format='%(objectname)'
 """
 
 
-def check_purged(ws: Workspace, base_commit: str) -> None:
+def check_purged(ws: BaseWorkspace, base_commit: str) -> None:
     """Raise InfraError unless base_commit's ancestors are the only commits in /testbed's object store."""
     result = ws.exec(["sh", "-c", CHECK_SCRIPT, "sh", base_commit])
     if result.exit_code != 0:
@@ -140,7 +141,7 @@ def _prepared_tag(client: docker.DockerClient, image: str, base_commit: str, git
     return f"{PREPARED_REPO}/{name}:{key}"
 
 
-def prepare(ws: Workspace, base_commit: str, gitignore: bool, purge: bool = True) -> None:
+def prepare(ws: BaseWorkspace, base_commit: str, gitignore: bool, purge: bool = True) -> None:
     """Run the preparation in a started workspace, then prove it (purge=False: the ablation, reset only)."""
     result = ws.exec(["sh", "-c", PREPARE_SCRIPT if purge else RESET_ONLY_SCRIPT, "sh", base_commit])
     if result.exit_code != 0:

@@ -68,6 +68,7 @@ class RunConfig:
     network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
     retries: int = 0  # re-runs of an attempt that ended in a harness error, within the same budget
     purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
+    gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)
     cache_level: str = "instance"  # which images an item leaves behind when it ends (see cache.py)
 
     @property

@@ -111,6 +111,7 @@ class RunSession:
                              cfg.model, cfg.harness_options).resolved_options(),
                          "ablation": None if cfg.purge else "no-purge (paper §5.3): future commits kept; "
                                                             "not comparable",
+                         "gateway_shaping_active": _shaping_in_effect(cfg),
                          **self.benchmark.run_info()})
             info.setdefault("started_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             info.setdefault("invocations", []).append(" ".join(shlex.quote(a) for a in sys.argv))
@@ -295,7 +296,7 @@ def _collect(session: pytest.Session, collector: pytest.Collector) -> bool:
     session.ihook.pytest_collectstart(collector=collector)
     report = collect_one_node(collector)
     session.ihook.pytest_collectreport(report=report)
-    items = list(report.result) if report.passed else []
+    items: list = list(report.result) if report.passed else []
     session.ihook.pytest_collection_modifyitems(session=session, config=config, items=items)
     session.items = items  # before collection_finish: xdist workers report session.items from it
     session.testscollected = len(items)
@@ -349,3 +350,13 @@ def _add_disk_use(cfg: RunConfig, summary_file, items: int) -> None:
         write_atomic(summary_file, json.dumps(summary, indent=2) + "\n")
     except (docker.errors.DockerException, InfraError, OSError, ValueError):
         return
+
+
+def _shaping_in_effect(cfg: RunConfig) -> dict | None:
+    """What the gateway does to this run's requests (run.json), or None when the run calls no model."""
+    from .gateway.shaping import describe
+
+    try:
+        return describe(cfg.model, cfg.harness_name, cfg.gateway_shaping)
+    except ValueError:  # no model: nothing to shape
+        return None

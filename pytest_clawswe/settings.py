@@ -27,7 +27,7 @@ RESULT_SETTINGS = {
     "budget_s": "--budget", "eval_timeout_s": "--eval-timeout", "mem_limit": "--mem-limit",
     "pids_limit": "--pids-limit", "disk_limit": "--disk-limit", "network": "--network",
     "harness_options": "--harness-option", "prices_sha256": "--prices (the file's contents)",
-    "retries": "--retries", "purge": "--no-purge",
+    "retries": "--retries", "purge": "--no-purge", "gateway_shaping": "--gateway-shaping",
 }
 
 
@@ -73,6 +73,17 @@ def _harness_options(config: pytest.Config) -> dict[str, str]:
             raise _usage(f"--harness-option {item!r}: use KEY=VALUE")
         options[key] = value
     return options
+
+
+def _shaping(config: pytest.Config) -> str:
+    from .gateway.shaping import parse_setting
+
+    setting = config.getoption("gateway_shaping")
+    try:
+        parse_setting(setting)
+    except ValueError as exc:
+        raise _usage(f"--gateway-shaping: {exc}") from None
+    return setting
 
 
 def _retries(config: pytest.Config) -> int:
@@ -150,7 +161,7 @@ def run_config(config: pytest.Config) -> RunConfig:
                     disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
                     harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
                     retries=_retries(config), purge=not config.getoption("no_purge"),
-                    cache_level=config.getoption("cache_level"))
+                    cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config))
     try:  # bad harness options (e.g. zeroclaw without its binary): one sentence before anything starts
         harness_cls(cfg.model, cfg.harness_options)
     except HarnessError as exc:
@@ -173,6 +184,7 @@ def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
         "network": config.getoption("network"), "harness_options": cfg.harness_options,
         "prices_sha256": cfg.prices_sha256, "retries": cfg.retries, "purge": cfg.purge,
+        "gateway_shaping": cfg.gateway_shaping,
     }
 
 

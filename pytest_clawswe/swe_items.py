@@ -82,7 +82,8 @@ class ClawSweBench(Benchmark):
         if harness_cls.needs_model:
             from .gateway.run import RunGateway
 
-            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model)
+            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,
+                                        shaping=cfg.gateway_shaping)
         return runner
 
 

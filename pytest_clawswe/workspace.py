@@ -27,7 +27,7 @@ class DiskWatch:
     Docker's overlay2 has no per-container quota on most hosts, so the limit is held by polling: an agent
     may overshoot it by what it writes in one interval before it is stopped."""
 
-    def __init__(self, ws: "Workspace", limit: int | None, interval: float = 5.0):
+    def __init__(self, ws: BaseWorkspace, limit: int | None, interval: float = 5.0):
         self.ws, self.limit, self.interval = ws, limit, interval
         self.tripped_at: int | None = None  # the size that tripped it
         self._stop = threading.Event()

@@ -161,7 +161,7 @@ def test_fault_plan_follows_the_released_weights():
 def test_injected_faults_answer_and_are_audited_and_gets_are_exempt(start):
     client, audit_dir = start(SOCIAL, error_rate=1.0, error_seed=5)
     seen = {}
-    for n in range(12):
+    for _n in range(12):
         for _ in range(3):  # audit and health never draw a fault, so they do not move the sequence
             assert http(client.services.url("contacts") + "/contacts/audit")[0] == 200
             assert http(client.services.url("contacts") + "/health")[0] == 200

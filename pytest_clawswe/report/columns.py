@@ -43,6 +43,8 @@ class PublishedCost(float):
     """A published cost that prints with the decimals the paper gives ($85.84 from its prose, $1,399.1 from
     its table), never padded or rounded to another precision."""
 
+    decimals: int
+
     def __new__(cls, value: float, decimals: int):
         obj = super().__new__(cls, value)
         obj.decimals = decimals

@@ -120,7 +120,8 @@ class WildClawBench(Benchmark):
         if harness_cls.needs_model:
             from ..gateway.run import RunGateway
 
-            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model)
+            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,
+                                        shaping=cfg.gateway_shaping)
         return runner
 
     def run_info(self) -> dict:
@@ -151,25 +152,6 @@ class WildClawBench(Benchmark):
     def terminal_lines(self, run_dir):
         path = Path(run_dir) / "summary.json"
         return outputs.terminal_lines(json.loads(path.read_text())) if path.is_file() else []
-
-
-def collect(session: pytest.Session, root: Path) -> bool:
-    from _pytest.runner import collect_one_node
-
-    config = session.config
-    name = "wildclaw-demo" if root == DEMO_DIR else root.name
-    collector = SuiteCollector.from_parent(session, name=name, nodeid=name, root=root)
-    session.ihook.pytest_collectstart(collector=collector)
-    report = collect_one_node(collector)
-    session.ihook.pytest_collectreport(report=report)
-    items = list(report.result) if report.passed else []
-    session.ihook.pytest_collection_modifyitems(session=session, config=config, items=items)
-    session.items = items
-    session.testscollected = len(items)
-    session.ihook.pytest_collection_finish(session=session)
-    if report.failed:
-        session.testsfailed += 1
-    return True
 
 
 def _progress(message: str) -> None:
