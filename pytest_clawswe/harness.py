@@ -41,7 +41,7 @@ class TaskContext:
 
     instance_id: str
     row: dict  # the dataset row (problem_statement, base_commit, ...); adapters must not leak tests
-    workspace: "Workspace"
+    workspace: Workspace
     artifacts_dir: Path  # the instance's artifact folder on the host
     model: str
     budget_s: float  # wall-clock budget of the agent phase
@@ -77,7 +77,7 @@ class HarnessOptions:
         return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls)}
 
     @classmethod
-    def parse(cls, raw: dict | None, harness: str = "") -> "HarnessOptions":
+    def parse(cls, raw: dict | None, harness: str = "") -> HarnessOptions:
         known = cls.fields()
         values = {}
         for key, value in (raw or {}).items():
