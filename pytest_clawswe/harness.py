@@ -38,7 +38,7 @@ class TaskContext:
 
     instance_id: str
     row: dict  # the dataset row (problem_statement, base_commit, ...); adapters must not leak tests
-    workspace: "BaseWorkspace"
+    workspace: BaseWorkspace
     artifacts_dir: Path  # the instance's artifact folder on the host
     model: str
     budget_s: float  # wall-clock budget of the agent phase
@@ -74,7 +74,7 @@ class HarnessOptions:
         return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls)}
 
     @classmethod
-    def parse(cls, raw: dict | None, harness: str = "") -> "HarnessOptions":
+    def parse(cls, raw: dict | None, harness: str = "") -> HarnessOptions:
         known = cls.fields()
         values = {}
         for key, value in (raw or {}).items():

@@ -269,10 +269,10 @@ class Runner:
             if attempt:  # a retry starts from the prepared tree, not from the failed attempt's edits
                 ctx.workspace.exec(f"git reset -q --hard {ctx.row['base_commit']} && git clean -fdq",
                                    workdir=ctx.workdir, check=True)
-            ctx.budget_s = left
             before, t = self._usage_now(ctx), time.monotonic()
-            run = self._attempt(ctx, prompt)
-            attempts.append(self._attempt_record(ctx, attempt + 1, run, left, time.monotonic() - t, before))
+            # a retry's harness gets what is left when it starts (its reset and set-up count against it)
+            run = self._attempt(ctx, prompt, started + budget if attempt else None)
+            attempts.append(self._attempt_record(ctx, attempt + 1, run, ctx.budget_s, time.monotonic() - t, before))
             if run.finish_reason != "error":
                 break
         ctx.budget_s = budget
@@ -281,8 +281,10 @@ class Runner:
             run.harness_usage["attempts"] = attempts
         return run
 
-    def _attempt(self, ctx: TaskContext, prompt: str) -> AgentRun:
+    def _attempt(self, ctx: TaskContext, prompt: str, deadline: float | None = None) -> AgentRun:
         self.harness.create_agent(ctx)
+        if deadline is not None:
+            ctx.budget_s = max(MIN_RETRY_BUDGET_S, deadline - time.monotonic())
         run = None
         try:
             with DiskWatch(ctx.workspace, self.config.disk_limit) as disk:

@@ -142,6 +142,10 @@ def test_gold_resolves_and_accounts_exactly(pytester, monkeypatch, docker_client
             assert meta["usage"]["requests"] == 1
         else:  # resolved through the harness's own shell tool: a tool call, then a final answer
             assert meta["usage"]["requests"] >= 2
+    if harness == "openclaw":  # as released: its own per-instance workspace with its bootstrap files
+        for iid in node_demo:
+            agent_ws = run_dir / "instances" / iid / "session" / "openclaw" / f"swe-{iid}".lower().replace(".", "-")
+            assert (agent_ws / "AGENTS.md").is_file(), sorted(p.name for p in agent_ws.parent.iterdir())
     assert no_containers_left(docker_client, run_dir)
 
 

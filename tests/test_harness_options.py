@@ -5,15 +5,20 @@ import sys
 
 import pytest
 
-from pytest_clawswe.harness import Harness, HarnessError, get_harness_class, render_prompt
+from pytest_clawswe.harness import (
+    Harness,
+    HarnessError,
+    get_harness_class,
+    render_prompt,
+)
 
 
 @pytest.mark.parametrize("name, options, message", [
     ("openclaw", {"context_window": "abc"}, "--harness-option context_window=abc: openclaw expects an integer"),
     ("hermes", {"compression": "maybe"}, "--harness-option compression=maybe: hermes expects true or false"),
-    ("hermes", {"max_turn": "3"}, "harness 'hermes' has no option 'max_turn' (its options: compression, "
-                                  "context_length, grace, max_turns, model_name, reasoning_effort, terminal_timeout, "
-                                  "version; see `clawswe harness list`)"),
+    ("hermes", {"max_turn": "3"}, ("harness 'hermes' has no option 'max_turn' (its options: compression, "
+                                   "context_length, grace, max_turns, model_name, reasoning_effort, "
+                                   "terminal_timeout, version; see `clawswe harness list`)")),
     ("nop", {"x": "1"}, "harness 'nop' has no option 'x' (its options: none; see `clawswe harness list`)"),
 ])
 def test_unknown_keys_and_bad_values_are_one_sentence(name, options, message):

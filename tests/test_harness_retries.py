@@ -34,7 +34,9 @@ def test_retries_share_one_budget_and_count_every_attempt(pytester, python_demo,
     assert first["budget_s"] == pytest.approx(BUDGET, abs=0.01)
     assert second["budget_s"] <= BUDGET - first["seconds"] + 0.01
     assert second["harness_usage"]["budget_seen_s"] == pytest.approx(second["budget_s"], abs=0.01)
-    assert meta["timings"]["agent"] <= BUDGET + 3  # + the kill and the session backup
+    # what the harness ran stayed within the budget; only the kill and the session backup come after it
+    assert first["seconds"] + second["budget_s"] <= BUDGET + 0.5
+    assert meta["timings"]["agent"] <= BUDGET + 2
     run = json.loads((run_dir / "run.json").read_text())
     assert run["retries"] == 1 and run["purge"] is True and run["harness_settings"] == {}
 
