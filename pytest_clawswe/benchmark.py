@@ -46,6 +46,10 @@ class Benchmark:
         """What the items of this process use to run one instance (closed at the end if it has close())."""
         raise NotImplementedError
 
+    def harness_defaults(self, harness: str) -> dict[str, str]:
+        """Harness options this benchmark sets unless the user gives them (--harness-option wins)."""
+        return {}
+
     # -- the run's own files: the session calls these; each benchmark writes its own ------------------
     def run_info(self) -> dict:
         """Extra keys for run.json (settings of this benchmark that a report or a resume needs)."""

@@ -39,6 +39,10 @@ def configure(config: pytest.Config) -> None:
                                 "instances with --instance-ids a,b, --instances-file, -k or -m")
     cfg = settings.run_config(config)
     benchmark = config.hook.pytest_clawswe_benchmark(config=config)
+    defaults = benchmark.harness_defaults(cfg.harness_name)
+    if defaults:
+        cfg.harness_options = {**defaults, **cfg.harness_options}
+        settings.check_harness_options(cfg)
     run = RunSession(config, cfg, benchmark)
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written

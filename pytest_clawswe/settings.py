@@ -162,10 +162,7 @@ def run_config(config: pytest.Config) -> RunConfig:
                     harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
                     retries=_retries(config), purge=not config.getoption("no_purge"),
                     cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config))
-    try:  # bad harness options (e.g. zeroclaw without its binary): one sentence before anything starts
-        harness_cls(cfg.model, cfg.harness_options)
-    except HarnessError as exc:
-        raise _usage(str(exc)) from None
+    check_harness_options(cfg)
     if harness_cls.needs_model and not getattr(config, "workerinput", None):
         from .gateway.upstream import check_upstream
 
@@ -174,6 +171,14 @@ def run_config(config: pytest.Config) -> RunConfig:
         except ValueError as exc:
             raise _usage(str(exc)) from None
     return cfg
+
+
+def check_harness_options(cfg: RunConfig) -> None:
+    """Bad harness options (e.g. zeroclaw without its binary): one sentence before anything starts."""
+    try:
+        get_harness_class(cfg.harness_spec)(cfg.model, cfg.harness_options)
+    except HarnessError as exc:
+        raise _usage(str(exc)) from None
 
 
 def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:

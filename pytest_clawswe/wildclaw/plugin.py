@@ -124,6 +124,11 @@ class WildClawBench(Benchmark):
                                         shaping=cfg.gateway_shaping)
         return runner
 
+    def harness_defaults(self, harness: str) -> dict[str, str]:
+        # the released runner's OpenClaw works in the task's folder (its default agent), not in a per-instance
+        # agent workspace as Claw-SWE-Bench's does
+        return {"workspace": "workdir"} if harness == "openclaw" else {}
+
     def run_info(self) -> dict:
         o = self.options
         return {"judge_model": o.judge_model, "pass_score": o.pass_score, "grade_timeout_s": o.grade_timeout_s,
