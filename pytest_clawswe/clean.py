@@ -2,6 +2,8 @@
 and the host firewall rules of their networks)."""
 from __future__ import annotations
 
+import os
+
 import docker.errors
 
 from .engine import docker_client
@@ -78,13 +80,17 @@ def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:
 
 
 def _cli(args) -> int:
-    try:
-        client = docker_client()
-    except InfraError as exc:
-        raise UserError(str(exc)) from None
-    n = clean(client, args.run_id, args.dry_run, include_live=args.all)
-    if args.bundles:
-        n += clean_bundle_caches(client, args.dry_run)
+    from .engines import Host
+
+    n = 0
+    for url in args.docker_host or [None]:  # each engine on its own
+        try:
+            client = Host(url, args.docker_tls_dir).client() if url else docker_client()
+        except InfraError as exc:
+            raise UserError(str(exc)) from None
+        n += clean(client, args.run_id, args.dry_run, include_live=args.all)
+        if args.bundles:
+            n += clean_bundle_caches(client, args.dry_run)
     print(f"{'found' if args.dry_run else 'removed'} {n} leftover object(s)")
     return 0
 
@@ -96,4 +102,9 @@ def add_cli(sub) -> None:
     p.add_argument("--all", action="store_true", help="also what runs still in progress on this machine own")
     p.add_argument("--bundles", action="store_true",
                    help="also the harness bundles' data containers kept between runs (recreated when needed)")
+    p.add_argument("--docker-host", action="append", metavar="URL",
+                   help="clean this engine (repeatable, as the run's --docker-host; default: DOCKER_HOST or the "
+                        "local socket)")
+    p.add_argument("--docker-tls-dir", metavar="DIR", default=os.environ.get("DOCKER_CERT_PATH"),
+                   help="ca.pem, cert.pem and key.pem for tcp:// engines (default: DOCKER_CERT_PATH)")
     p.set_defaults(func=_cli)

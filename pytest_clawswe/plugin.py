@@ -52,6 +52,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "default network, e.g. for harnesses that must install something")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
+    from .engines import add_options
+
+    add_options(g)
 
 
 def pytest_configure(config: pytest.Config) -> None:

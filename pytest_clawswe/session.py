@@ -20,7 +20,7 @@ import warnings
 
 import pytest
 
-from . import outputs, settings
+from . import engines, outputs, settings
 from .benchmark import Benchmark
 from .errors import InfraError
 from .labels import LABEL_RUN
@@ -66,6 +66,11 @@ class RunSession:
         from .harness import get_harness_class
 
         self.needs_model = get_harness_class(cfg.harness_spec).needs_model
+        self.hosts = engines.hosts(config)  # the run's Docker engines (engines.py)
+        if len(self.hosts) > 1 and self.needs_model and cfg.network not in (None, "none"):
+            raise pytest.UsageError("several --docker-host with a harness that calls a model: the gateway cannot yet "
+                                    "be reached from every engine's locked network; run it on one engine, or with "
+                                    "--network open where every engine routes to this machine")
         config.stash[RUN_KEY] = cfg
         # --collect-only lists items and runs nothing: it leaves no run directory behind
         self.writes = not self.is_worker and not config.option.collectonly
@@ -76,19 +81,18 @@ class RunSession:
     # -- start -------------------------------------------------------------------------------------
     def start(self) -> None:
         """Write the run's folder and start what it shares; nothing is left behind when this fails."""
-        from .engine import docker_client
-
-        try:
-            client = docker_client()  # no engine, no permission: one sentence before anything is written
-        except InfraError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        # no engine, no permission, one --docker-host down: one sentence before anything is written
+        client = engines.check(self.hosts)[0]
+        if len(self.hosts) > 1 and (getattr(self.config.option, "numprocesses", None) or 0) < len(self.hosts):
+            warnings.warn(f"clawswe: {len(self.hosts)} --docker-host but fewer xdist workers; each worker uses one "
+                          f"engine, so give -n {len(self.hosts)} or more to use them all")
         self._write_run_info()
-        _remove_leftovers(self.cfg.run_id, include_live=False)  # an earlier, killed attempt of this run
+        _remove_leftovers(self.cfg.run_id, include_live=False, hosts=self.hosts)  # a killed attempt of this run
         if self.needs_model:
             try:
                 self.gateway_process = _start_gateway(self.cfg, client)
             except BaseException:
-                _remove_leftovers(self.cfg.run_id, include_live=True)  # its network: nothing outlives a failed start
+                _remove_leftovers(self.cfg.run_id, include_live=True, hosts=self.hosts)  # its network: nothing outlives a failed start
                 raise
         self.install_interrupts()
 
@@ -136,6 +140,7 @@ class RunSession:
         """xdist: every worker runs the controller's run."""
         node.workerinput["clawswe_run_id"] = self.cfg.run_id
         node.workerinput["clawswe_run_dir"] = str(self.cfg.run_dir)
+        engines.assign(node, len(self.hosts))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodeready(self, node) -> None:
@@ -228,7 +233,7 @@ class RunSession:
             self.gateway_process.stop()
         if self.writes:
             # xdist has stopped its workers by now (in its sessionfinish); one still alive keeps its objects
-            _remove_leftovers(self.cfg.run_id, wait_s=60, spare_live_others=True)
+            _remove_leftovers(self.cfg.run_id, wait_s=60, spare_live_others=True, hosts=self.hosts)
 
     # -- Ctrl-C ------------------------------------------------------------------------------------
     def install_interrupts(self) -> None:
@@ -258,7 +263,7 @@ class RunSession:
             _signal(pid, signal.SIGKILL)
         if self.gateway_process is not None:
             self.gateway_process.stop()
-        _remove_leftovers(self.cfg.run_id)
+        _remove_leftovers(self.cfg.run_id, hosts=self.hosts)
         _progress(f"stopped at once; `pytest --resume {self.cfg.run_dir}` runs what did not finish")
         os._exit(pytest.ExitCode.INTERRUPTED)
 
@@ -315,31 +320,40 @@ def _progress(message: str) -> None:
 
 
 def _remove_leftovers(run_id: str, include_live: bool = True, wait_s: float = 0,
-                      spare_live_others: bool = False) -> None:
+                      spare_live_others: bool = False, hosts=None) -> None:
     """What this run created and still exists (a killed worker leaves its container behind).
 
     `wait_s`: how long to wait for an engine that does not answer (a daemon restarting mid-run).
-    `spare_live_others`: keep what another live process (a worker still stopping) owns."""
+    `spare_live_others`: keep what another live process (a worker still stopping) owns.
+    `hosts`: the run's engines (engines.Host), each swept on its own; None: the environment's engine."""
+    for host in hosts or [engines.Host(None)]:
+        _remove_host_leftovers(host, run_id, include_live, wait_s, spare_live_others, len(hosts or ()) > 1)
+
+
+def _remove_host_leftovers(host, run_id: str, include_live: bool, wait_s: float, spare_live_others: bool,
+                           name_it: bool) -> None:
     import docker.errors
+    import requests
 
     from .clean import clean, remaining
-    from .engine import docker_client
 
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            client = docker_client(timeout=30)
+            client = host.client(timeout=30)
             clean(client, run_id, include_live=include_live, progress=lambda m: None,
                   spare_live_others=spare_live_others)
             left = remaining(client, run_id, include_live, spare_live_others) if include_live else 0
             if not left:
                 return
             problem = f"{left} container(s), volume(s) or network(s) of this run could not be removed"
-        except (docker.errors.DockerException, InfraError, OSError) as exc:
+        except (docker.errors.DockerException, requests.RequestException, InfraError, OSError) as exc:
             problem = f"the Docker engine did not answer ({type(exc).__name__})"
         if time.monotonic() >= deadline:
             break
         time.sleep(2)
     if wait_s:
-        _progress(f"{problem}; remove what is left with `clawswe clean --run-id {run_id}`")
+        where = f" on {host.name}" if name_it else ""
+        option = f" --docker-host {host.url}" if name_it and host.url else ""
+        _progress(f"{problem}{where}; remove what is left with `clawswe clean --run-id {run_id}{option}`")
 
