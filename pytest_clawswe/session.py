@@ -83,9 +83,11 @@ class RunSession:
         """Write the run's folder and start what it shares; nothing is left behind when this fails."""
         # no engine, no permission, one --docker-host down: one sentence before anything is written
         client = engines.check(self.hosts)[0]
-        if len(self.hosts) > 1 and (getattr(self.config.option, "numprocesses", None) or 0) < len(self.hosts):
-            warnings.warn(f"clawswe: {len(self.hosts)} --docker-host but fewer xdist workers; each worker uses one "
-                          f"engine, so give -n {len(self.hosts)} or more to use them all")
+        workers = getattr(self.config.option, "numprocesses", None)
+        if len(self.hosts) > 1 and isinstance(workers or 0, int) and (workers or 0) < len(self.hosts):
+            self.config.issue_config_time_warning(UserWarning(
+                f"clawswe: {len(self.hosts)} --docker-host but fewer xdist workers; each worker uses one engine, "
+                f"so give -n {len(self.hosts)} or more to use them all"), stacklevel=2)
         self._write_run_info()
         _remove_leftovers(self.cfg.run_id, include_live=False, hosts=self.hosts)  # a killed attempt of this run
         if self.needs_model:

@@ -171,3 +171,20 @@ def test_an_engine_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(
     assert {k: v["outcome"] for k, v in got.items()} == {i: "resolved" for i in ids}
     for client in (docker_client, second_engine.client()):
         assert run_objects(client, run_dir) == []
+
+
+@pytest.mark.docker
+def test_clawswe_clean_cleans_the_engine_it_is_given(second_engine, docker_client):
+    engine2 = second_engine.client()
+    if not engine2.images.list(name="debian:bookworm-slim"):
+        engines.copy_image(docker_client, engine2, "debian:bookworm-slim", progress=lambda m: None)
+    run_id = f"h8-clean-{os.getpid()}"
+    engine2.containers.create("debian:bookworm-slim", ["true"], labels={LABEL_RUN: run_id})
+    engine2.networks.create(f"clawswe-{run_id}", internal=True, labels={LABEL_RUN: run_id})
+    done = subprocess.run([sys.executable, "-m", "pytest_clawswe.cli", "clean", "--run-id", run_id,
+                           "--docker-host", second_engine.url, "--docker-tls-dir", second_engine.tls_dir],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "removed 2 leftover object(s)" in done.stdout
+    label = {"label": f"{LABEL_RUN}={run_id}"}
+    assert engine2.containers.list(all=True, filters=label) == [] and engine2.networks.list(filters=label) == []
