@@ -107,6 +107,10 @@ down() {
   for d in /sys/fs/cgroup/*/clawswe-e2 /sys/fs/cgroup/clawswe-e2; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
+  # a killed daemon leaves its mounts (container root filesystems, network namespace files): only ours, under
+  # the engine's own folders, deepest first
+  awk -v a="$EXEC/" -v b="$STATE/" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/self/mounts \
+    | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$EXEC"
   if [ "${CLAWSWE_E2_KEEP_DATA:-}" != 1 ]; then
     nice -n 10 rm -rf "$STATE"
