@@ -101,6 +101,7 @@ down() {
   # whatever still runs in the namespace was started by this engine (its containerd, shims)
   if ip netns list | grep -qw "$NS"; then
     for p in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+    for _ in $(seq 20); do [ -z "$(ip netns pids "$NS" 2>/dev/null)" ] && break; sleep 0.5; done
     ip netns del "$NS"     # takes the namespace's end of the veth pair, and with it the host's end
   fi
   ip link show "$HOST_IF" >/dev/null 2>&1 && ip link del "$HOST_IF"
@@ -111,7 +112,7 @@ down() {
   # the engine's own folders, deepest first
   awk -v a="$EXEC/" -v b="$STATE/" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/self/mounts \
     | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-  rm -rf "$EXEC"
+  rm -rf "$EXEC" 2>/dev/null || { sleep 2; rm -rf "$EXEC"; }
   if [ "${CLAWSWE_E2_KEEP_DATA:-}" != 1 ]; then
     nice -n 10 rm -rf "$STATE"
   fi

@@ -161,8 +161,9 @@ def test_an_engine_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(
 
     # the engine comes back (same data: its images stay); the resume runs what it lost
     script = ROOT / "scripts" / "second-engine.sh"
-    subprocess.run([str(script), "down"], check=True, capture_output=True, env={**os.environ, "CLAWSWE_E2_KEEP_DATA": "1"})
-    subprocess.run([str(script), "up"], check=True, capture_output=True)
+    for step, env in (("down", {"CLAWSWE_E2_KEEP_DATA": "1"}), ("up", {})):
+        done = subprocess.run([str(script), step], capture_output=True, text=True, env={**os.environ, **env})
+        assert done.returncode == 0, f"second-engine.sh {step}: {done.stderr}"
     proc = bench(run_dir, ids, "-n", "2", *two_hosts(second_engine), "--resume", str(run_dir),
                  harness=f"{FAKES}:SlowOracleHarness", env={"CLAWSWE_TEST_SLEEP": "1"})
     out = proc.communicate(timeout=1800)[0]
