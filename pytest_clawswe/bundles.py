@@ -26,7 +26,8 @@ from typing import Callable
 import yaml
 
 from pytest_clawswe.errors import InfraError, UserError
-from pytest_clawswe.labels import LABEL_BUNDLE as LABEL, LABEL_RUN as RUN_LABEL
+from pytest_clawswe.labels import LABEL_BUNDLE as LABEL
+from pytest_clawswe.labels import LABEL_RUN as RUN_LABEL
 from pytest_clawswe.paths import HARNESS_RECIPES_DIR
 
 BUNDLE_ROOT = "/opt/clawswe"

@@ -3,6 +3,7 @@ and the host firewall rules of their networks)."""
 from __future__ import annotations
 
 import os
+import time
 
 import docker.errors
 
@@ -59,6 +60,34 @@ def remaining(client, run_id: str, include_live: bool = False, spare_live_others
     """How many of a run's objects a sweep with these settings would still have to remove."""
     return sum(not spared(object_labels(kind, obj), include_live, spare_live_others)
                for kind, objs in leftovers(client, run_id).items() for obj in objs)
+
+
+def sweep_run(run_id: str, include_live: bool = True, wait_s: float = 0, spare_live_others: bool = False,
+              progress=None, host=None) -> None:
+    """Remove what a run created and still exists (a killed worker leaves its container behind).
+
+    `wait_s`: how long to wait for an engine that does not answer (a daemon restarting mid-run).
+    `spare_live_others`: keep what another live process (a worker still stopping) owns.
+    `host`: the engine (engines.Host) to sweep; None: the environment's engine."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            client = host.client(timeout=30) if host is not None else docker_client(timeout=30)
+            clean(client, run_id, include_live=include_live, progress=lambda m: None,
+                  spare_live_others=spare_live_others)
+            left = remaining(client, run_id, include_live, spare_live_others) if include_live else 0
+            if not left:
+                return
+            problem = f"{left} container(s), volume(s) or network(s) of this run could not be removed"
+        except (docker.errors.DockerException, InfraError, OSError) as exc:
+            problem = f"the Docker engine did not answer ({type(exc).__name__})"
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(2)
+    if wait_s and progress:
+        where = f" --docker-host {host.url}" if host is not None and host.url else ""
+        progress(f"{problem}{' on ' + host.url if where else ''}; remove what is left with "
+                 f"`clawswe clean --run-id {run_id}{where}`")
 
 
 def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:

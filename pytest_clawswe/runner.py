@@ -14,13 +14,13 @@ from pathlib import Path
 
 import docker.errors
 
+from .errors import InfraError
 from .harness import AgentRun, Harness, TaskContext
 from .instances import Instance, load_row
+from .labels import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, owner_label
 from .patch import collect_patch, scrub_artifacts
 from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, instance_dir, write_atomic
-from .errors import InfraError
-from .labels import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, owner_label
 from .workspace import DiskWatch, Workspace
 
 RETRIES_ON_HARNESS_ERROR = 1  # the paper's setting

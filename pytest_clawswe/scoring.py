@@ -16,9 +16,9 @@ import swebench.harness.run_evaluation as swe_run
 from swebench.harness.constants import APPLY_PATCH_FAIL, END_TEST_OUTPUT, LOG_INSTANCE, LOG_REPORT, LOG_TEST_OUTPUT
 from swebench.harness.utils import make_test_spec
 
-from .results import APPLY_FAILED, ERROR, RESOLVED, UNRESOLVED
 from .errors import InfraError
 from .labels import LABEL_ROLE
+from .results import APPLY_FAILED, ERROR, RESOLVED, UNRESOLVED
 
 
 @dataclass

@@ -22,6 +22,7 @@ import pytest
 
 from . import engines, outputs, settings
 from .benchmark import Benchmark
+from .clean import sweep_run
 from .errors import InfraError
 from .labels import LABEL_RUN
 from .results import ERROR, METADATA, InstanceResult, instance_dir, load_run_info, write_atomic
@@ -89,12 +90,12 @@ class RunSession:
                 f"clawswe: {len(self.hosts)} --docker-host but fewer xdist workers; each worker uses one engine, "
                 f"so give -n {len(self.hosts)} or more to use them all"), stacklevel=2)
         self._write_run_info()
-        _remove_leftovers(self.cfg.run_id, include_live=False, hosts=self.hosts)  # a killed attempt of this run
+        self._sweep(include_live=False)  # an earlier, killed attempt of this run
         if self.needs_model:
             try:
                 self.gateway_process = _start_gateway(self.cfg, client)
             except BaseException:
-                _remove_leftovers(self.cfg.run_id, include_live=True, hosts=self.hosts)  # its network: nothing outlives a failed start
+                self._sweep(include_live=True)  # its network: nothing outlives a failed start
                 raise
         self.install_interrupts()
 
@@ -235,7 +236,12 @@ class RunSession:
             self.gateway_process.stop()
         if self.writes:
             # xdist has stopped its workers by now (in its sessionfinish); one still alive keeps its objects
-            _remove_leftovers(self.cfg.run_id, wait_s=60, spare_live_others=True, hosts=self.hosts)
+            self._sweep(wait_s=60, spare_live_others=True, progress=_progress)
+
+    def _sweep(self, **kwargs) -> None:
+        """The run's leftovers, on each of its engines (engines.py)."""
+        for host in self.hosts:
+            sweep_run(self.cfg.run_id, host=host, **kwargs)
 
     # -- Ctrl-C ------------------------------------------------------------------------------------
     def install_interrupts(self) -> None:
@@ -265,7 +271,7 @@ class RunSession:
             _signal(pid, signal.SIGKILL)
         if self.gateway_process is not None:
             self.gateway_process.stop()
-        _remove_leftovers(self.cfg.run_id, hosts=self.hosts)
+        self._sweep()
         _progress(f"stopped at once; `pytest --resume {self.cfg.run_dir}` runs what did not finish")
         os._exit(pytest.ExitCode.INTERRUPTED)
 
@@ -319,43 +325,3 @@ def _start_gateway(cfg: RunConfig, client):
 
 def _progress(message: str) -> None:
     print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
-
-
-def _remove_leftovers(run_id: str, include_live: bool = True, wait_s: float = 0,
-                      spare_live_others: bool = False, hosts=None) -> None:
-    """What this run created and still exists (a killed worker leaves its container behind).
-
-    `wait_s`: how long to wait for an engine that does not answer (a daemon restarting mid-run).
-    `spare_live_others`: keep what another live process (a worker still stopping) owns.
-    `hosts`: the run's engines (engines.Host), each swept on its own; None: the environment's engine."""
-    for host in hosts or [engines.Host(None)]:
-        _remove_host_leftovers(host, run_id, include_live, wait_s, spare_live_others, len(hosts or ()) > 1)
-
-
-def _remove_host_leftovers(host, run_id: str, include_live: bool, wait_s: float, spare_live_others: bool,
-                           name_it: bool) -> None:
-    import docker.errors
-    import requests
-
-    from .clean import clean, remaining
-
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            client = host.client(timeout=30)
-            clean(client, run_id, include_live=include_live, progress=lambda m: None,
-                  spare_live_others=spare_live_others)
-            left = remaining(client, run_id, include_live, spare_live_others) if include_live else 0
-            if not left:
-                return
-            problem = f"{left} container(s), volume(s) or network(s) of this run could not be removed"
-        except (docker.errors.DockerException, requests.RequestException, InfraError, OSError) as exc:
-            problem = f"the Docker engine did not answer ({type(exc).__name__})"
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(2)
-    if wait_s:
-        where = f" on {host.name}" if name_it else ""
-        option = f" --docker-host {host.url}" if name_it and host.url else ""
-        _progress(f"{problem}{where}; remove what is left with `clawswe clean --run-id {run_id}{option}`")
-

@@ -95,13 +95,17 @@ def _run_location(config: pytest.Config, name: str) -> tuple[str, Path]:
     if not resume:
         run_id = safe_id(config.getoption("run_id") or default_run_id(name, config.getoption("model")))
         default = Path(config.invocation_params.dir, "reports", run_id)
-        return run_id, Path(config.getoption("run_dir") or default).resolve()
+        run_dir = Path(config.getoption("run_dir") or default).resolve()
+        if (run_dir / "run.json").is_file():  # its finished results would be taken over under new settings
+            raise _usage(f"{run_dir} already holds a run; continue it with --resume {run_dir}, "
+                         "or give another --run-dir")
+        return run_id, run_dir
     run_dir = Path(resume).resolve()
     if not (run_dir / "run.json").is_file():
         what = "no such folder" if not run_dir.exists() else "it holds no run (no run.json)"
         raise _usage(f"--resume {run_dir}: {what}; give the folder of an earlier run")
     if config.getoption("run_dir") and Path(config.getoption("run_dir")).resolve() != run_dir:
-        raise _usage(f"--run-dir and --resume name two folders; a resumed run stays in its folder: drop --run-dir")
+        raise _usage("--run-dir and --resume name two folders; a resumed run stays in its folder: drop --run-dir")
     stored = load_run_info(run_dir).get("run_id") or run_dir.name
     asked = config.getoption("run_id")
     if asked and safe_id(asked) != stored:

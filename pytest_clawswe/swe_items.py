@@ -13,7 +13,15 @@ import pytest
 
 from .benchmark import Benchmark
 from .errors import DatasetError, HarnessError, InfraError
-from .instances import UNKNOWN_MARKER, Instance, language_marker, load_instances, read_instances_file, select, validate_row
+from .instances import (
+    UNKNOWN_MARKER,
+    Instance,
+    language_marker,
+    load_instances,
+    read_instances_file,
+    select,
+    validate_row,
+)
 from .results import RESOLVED, InstanceResult
 
 NAMED = ("demo", "claw-swe-bench", "multilingual", "verified-mini")

@@ -235,6 +235,14 @@ def test_case7_run_dir_and_resume_together_refuse(finished, tmp_path):
     assert digest(finished["dir"]) == before
 
 
+def test_case7_a_new_run_into_a_folder_that_holds_a_run_refuses(finished, tmp_path):
+    before = digest(finished["dir"])
+    r = pytest_run("--harness", "nop", "--dataset", "demo", "--instance-ids", IID, "--run-dir", str(finished["dir"]),
+                   cwd=tmp_path)
+    one_sentence(r, "already holds a run", "--resume")
+    assert digest(finished["dir"]) == before
+
+
 # -- case 8: a failed model check leaves no Docker object (no network) behind --------------------------
 
 @pytest.mark.parametrize("model", ["", "openrouter/some/model"])
@@ -259,5 +267,8 @@ def test_run_files_are_0644_and_only_secrets_private(finished):
     for name in ["run.json", "predictions.jsonl", "results.csv", "summary.json",
                  f"instances/{IID}/metadata.json"]:
         assert stat.S_IMODE((run_dir / name).stat().st_mode) == 0o644, name
-    # the gateway's state file holds its admin token
-    assert stat.S_IMODE((run_dir / "gateway" / "gateway.json").stat().st_mode) == 0o600
+    from pytest_clawswe.results import write_atomic
+
+    # what holds a secret (the gateway's state file: its admin token) is written private
+    write_atomic(run_dir.parent / "secret.json", "{}", private=True)
+    assert stat.S_IMODE((run_dir.parent / "secret.json").stat().st_mode) == 0o600
