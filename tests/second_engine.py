@@ -1,6 +1,6 @@
 """A second Docker engine as a separate test host: scripts/second-engine.sh behind a session fixture.
 
-Import the fixture into a test module (`from second_engine import second_engine`). An engine that is up
+Import the fixture into a test module (`from second_engine import second_engine_fixture`). An engine that is up
 already (started by hand with the script) is used and left running; one the fixture started, it removes.
 """
 from __future__ import annotations
@@ -42,8 +42,8 @@ def _answers() -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def second_engine():
+@pytest.fixture(scope="session", name="second_engine")
+def second_engine_fixture():
     if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "dockerd", "openssl", "nsenter")):
         pytest.fail("the second test engine needs root with ip, dockerd, openssl and nsenter")
     started = False

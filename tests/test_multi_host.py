@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from second_engine import second_engine  # noqa: F401  (the fixture)
+from second_engine import second_engine_fixture  # noqa: F401  (the second_engine fixture)
 
 from pytest_clawswe import engines
 from pytest_clawswe.labels import LABEL_RUN
