@@ -29,7 +29,7 @@ TLS_DIR = os.environ.get("CLAWSWE_E2_TLS", "/var/lib/clawswe-engine2/tls")
 def run(run_dir: Path, *hosts: str) -> dict:
     args = [a for h in hosts for a in ("--docker-host", h)]
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--dataset", "demo", "--harness", "oracle",
-           "-n", "2", "--run-dir", str(run_dir), *args, "--docker-tls-dir", TLS_DIR]
+           "-n", "2", "--run-dir", str(run_dir), *args, f"--docker-tls-dir={TLS_DIR}"]
     load_before = os.getloadavg()
     t = time.monotonic()
     done = subprocess.run(cmd, cwd=run_dir.parent, capture_output=True, text=True)

@@ -89,7 +89,8 @@ def bench(run_dir, ids, *extra, env=None, harness="oracle"):
 
 
 def two_hosts(engine):
-    return ["--docker-host", LOCAL, "--docker-host", engine.url, "--docker-tls-dir", engine.tls_dir]
+    # DIR as --opt=DIR: pytest takes a separate argument that names an existing folder for a rootdir candidate
+    return ["--docker-host", LOCAL, "--docker-host", engine.url, f"--docker-tls-dir={engine.tls_dir}"]
 
 
 def results(run_dir):
