@@ -102,6 +102,14 @@ down() {
   if ip netns list | grep -qw "$NS"; then
     for p in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
     for _ in $(seq 20); do [ -z "$(ip netns pids "$NS" 2>/dev/null)" ] && break; sleep 0.5; done
+  fi
+  # containers of a killed daemon live on in their own network namespaces; the cgroup parent is this engine's
+  procs=$(cat /sys/fs/cgroup/*/clawswe-e2/*/cgroup.procs /sys/fs/cgroup/clawswe-e2/*/cgroup.procs 2>/dev/null | sort -u || true)
+  if [ -n "$procs" ]; then
+    kill -9 $procs 2>/dev/null || true
+    sleep 1
+  fi
+  if ip netns list | grep -qw "$NS"; then
     ip netns del "$NS"     # takes the namespace's end of the veth pair, and with it the host's end
   fi
   ip link show "$HOST_IF" >/dev/null 2>&1 && ip link del "$HOST_IF"
