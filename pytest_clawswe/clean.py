@@ -2,6 +2,7 @@
 and the host firewall rules of their networks)."""
 from __future__ import annotations
 
+import os
 import time
 
 import docker.errors
@@ -62,15 +63,16 @@ def remaining(client, run_id: str, include_live: bool = False, spare_live_others
 
 
 def sweep_run(run_id: str, include_live: bool = True, wait_s: float = 0, spare_live_others: bool = False,
-              progress=None) -> None:
+              progress=None, host=None) -> None:
     """Remove what a run created and still exists (a killed worker leaves its container behind).
 
     `wait_s`: how long to wait for an engine that does not answer (a daemon restarting mid-run).
-    `spare_live_others`: keep what another live process (a worker still stopping) owns."""
+    `spare_live_others`: keep what another live process (a worker still stopping) owns.
+    `host`: the engine (engines.Host) to sweep; None: the environment's engine."""
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            client = docker_client(timeout=30)
+            client = host.client(timeout=30) if host is not None else docker_client(timeout=30)
             clean(client, run_id, include_live=include_live, progress=lambda m: None,
                   spare_live_others=spare_live_others)
             left = remaining(client, run_id, include_live, spare_live_others) if include_live else 0
@@ -83,7 +85,9 @@ def sweep_run(run_id: str, include_live: bool = True, wait_s: float = 0, spare_l
             break
         time.sleep(2)
     if wait_s and progress:
-        progress(f"{problem}; remove what is left with `clawswe clean --run-id {run_id}`")
+        where = f" --docker-host {host.url}" if host is not None and host.url else ""
+        progress(f"{problem}{' on ' + host.url if where else ''}; remove what is left with "
+                 f"`clawswe clean --run-id {run_id}{where}`")
 
 
 def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:
@@ -105,13 +109,17 @@ def clean_bundle_caches(client, dry_run: bool = False, progress=print) -> int:
 
 
 def _cli(args) -> int:
-    try:
-        client = docker_client()
-    except InfraError as exc:
-        raise UserError(str(exc)) from None
-    n = clean(client, args.run_id, args.dry_run, include_live=args.all)
-    if args.bundles:
-        n += clean_bundle_caches(client, args.dry_run)
+    from .engines import Host
+
+    n = 0
+    for url in args.docker_host or [None]:  # each engine on its own
+        try:
+            client = Host(url, args.docker_tls_dir).client() if url else docker_client()
+        except InfraError as exc:
+            raise UserError(str(exc)) from None
+        n += clean(client, args.run_id, args.dry_run, include_live=args.all)
+        if args.bundles:
+            n += clean_bundle_caches(client, args.dry_run)
     print(f"{'found' if args.dry_run else 'removed'} {n} leftover object(s)")
     return 0
 
@@ -123,4 +131,9 @@ def add_cli(sub) -> None:
     p.add_argument("--all", action="store_true", help="also what runs still in progress on this machine own")
     p.add_argument("--bundles", action="store_true",
                    help="also the harness bundles' data containers kept between runs (recreated when needed)")
+    p.add_argument("--docker-host", action="append", metavar="URL",
+                   help="clean this engine (repeatable, as the run's --docker-host; default: DOCKER_HOST or the "
+                        "local socket)")
+    p.add_argument("--docker-tls-dir", metavar="DIR", default=os.environ.get("DOCKER_CERT_PATH"),
+                   help="ca.pem, cert.pem and key.pem for tcp:// engines (default: DOCKER_CERT_PATH)")
     p.set_defaults(func=_cli)

@@ -1,22 +1,60 @@
 """The one way to get a Docker client: a live engine, or an InfraError that says how to get one."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import docker
 import docker.errors
+import docker.tls
+import requests
 
 from .errors import InfraError
 
 
-def docker_client(timeout: int = 600) -> docker.DockerClient:
-    """A client whose engine answered a ping; `timeout`: seconds per API call."""
+class _EngineAPI(docker.APIClient):
+    def _retrieve_server_version(self):
+        # requests lets REQUESTS_CA_BUNDLE replace the engine's own CA (psf/requests#3829); an engine
+        # connection takes no proxy or CA from the environment
+        self.trust_env = False
+        return super()._retrieve_server_version()
+
+
+def tls_config(tls_dir: str | os.PathLike) -> docker.tls.TLSConfig:
+    """Docker's DOCKER_CERT_PATH convention: ca.pem, cert.pem and key.pem in one folder."""
+    folder = Path(tls_dir)
+    missing = [n for n in ("ca.pem", "cert.pem", "key.pem") if not (folder / n).is_file()]
+    if missing:
+        raise InfraError(f"the TLS folder {folder} lacks {', '.join(missing)}; give the folder with ca.pem, "
+                         "cert.pem and key.pem (as DOCKER_CERT_PATH)", retryable=False)
+    return docker.tls.TLSConfig(client_cert=(str(folder / "cert.pem"), str(folder / "key.pem")),
+                                ca_cert=str(folder / "ca.pem"), verify=True)
+
+
+def docker_client(timeout: int = 600, base_url: str | None = None,
+                  tls_dir: str | os.PathLike | None = None) -> docker.DockerClient:
+    """A client whose engine answered a ping; `timeout`: seconds per API call.
+
+    `base_url`: unix://, tcp:// (TLS with the certificates in `tls_dir`) or ssh:// (the ssh client, with the
+    user's ssh config and keys); None: the environment's engine (DOCKER_HOST, the local socket)."""
     try:
-        client = docker.from_env(timeout=timeout)
+        if base_url is None:
+            client = docker.from_env(timeout=timeout)
+        else:
+            client = docker.DockerClient.__new__(docker.DockerClient)  # DockerClient only holds its APIClient
+            tls = tls_config(tls_dir) if tls_dir and base_url.startswith("tcp://") else False
+            client.api = _EngineAPI(base_url=base_url, tls=tls, timeout=timeout,
+                                    use_ssh_client=base_url.startswith("ssh://"))
         client.ping()
         return client
-    except docker.errors.DockerException as exc:
+    except (docker.errors.DockerException, requests.RequestException) as exc:
         text = str(exc)
         if "Permission denied" in text:
             raise InfraError("no permission on the Docker socket; add your user to the docker group "
                              "or run as root", retryable=False) from exc
+        if base_url is not None:
+            why = "TLS failed" if "SSL" in text else "it does not answer"
+            raise InfraError(f"the Docker engine at {base_url} cannot be used ({why}); check that it runs and is "
+                             "reachable from here, or drop that --docker-host", retryable=False) from exc
         raise InfraError("no Docker engine answers; start Docker (on a fresh Debian machine: "
                          "scripts/docker-up.sh) and run again", retryable=False) from exc

@@ -67,6 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "(default: where the released code had it), off, or a comma list (docs/fidelity.md)")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
+    from .engines import add_options
+
+    add_options(g)
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config, parser, args: list[str]) -> None:

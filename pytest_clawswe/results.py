@@ -68,6 +68,7 @@ class InstanceResult:
     harness_usage: dict = field(default_factory=dict)  # what the harness itself reported
     cost_usd: float | None = None  # None = unknown price, never a silent 0
     attempts: int = 1
+    docker_host: str = ""  # the engine that ran it: a --docker-host URL, or "default"
 
     @property
     def duration_s(self) -> float:

@@ -89,6 +89,8 @@ class Runner:
         # how an item's sandbox is made: another engine puts its own BaseWorkspace here (docs/scale-out.md)
         self.workspace_factory: Callable[..., BaseWorkspace] = functools.partial(Workspace, client)
         self._harness_ready = False
+        self.host_name = ""  # the Docker engine the items run on (engines.py), recorded in each result
+        self.image_source = None  # another engine to load images from (engines.copy_image); None: this one
 
     def close(self) -> None:
         if self._harness_ready:
@@ -135,7 +137,7 @@ class Runner:
                              retryable=False) from exc
         result = InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
                                 model=cfg.model, language=instance.language, repo=instance.repo,
-                                image=instance.image)
+                                image=instance.image, docker_host=self.host_name)
         self._last_result = result
         timings = result.timings
         started = time.monotonic()
@@ -251,6 +253,12 @@ class Runner:
         from .images import TASK_DIR, ImageError, ensure_image
 
         try:
+            if self.image_source is not None:
+                from .engines import copy_image, same_image
+
+                ensure_image({**row, TASK_DIR: instance.task_dir}, self.image_source, progress=self.progress)
+                if not same_image(self.image_source, self.client, row["image"]):
+                    copy_image(self.image_source, self.client, row["image"], progress=self.progress)
             ensure_image({**row, TASK_DIR: instance.task_dir}, self.client, progress=self.progress)
         except ImageError as exc:
             raise InfraError(str(exc), retryable=False) from None

@@ -20,7 +20,7 @@ import warnings
 
 import pytest
 
-from . import settings
+from . import engines, settings
 from .benchmark import Benchmark
 from .clean import sweep_run
 from .errors import InfraError
@@ -71,6 +71,11 @@ class RunSession:
         from .harness import get_harness_class
 
         self.needs_model = get_harness_class(cfg.harness_spec).needs_model
+        self.hosts = engines.hosts(config)  # the run's Docker engines (engines.py)
+        if len(self.hosts) > 1 and self.needs_model and cfg.network not in (None, "none"):
+            raise pytest.UsageError("several --docker-host with a harness that calls a model: the gateway cannot yet "
+                                    "be reached from every engine's locked network; run it on one engine, or with "
+                                    "--network open where every engine routes to this machine")
         config.stash[RUN_KEY] = cfg
         # --collect-only lists items and runs nothing: it leaves no run directory behind
         self.writes = not self.is_worker and not config.option.collectonly
@@ -81,19 +86,20 @@ class RunSession:
     # -- start -------------------------------------------------------------------------------------
     def start(self) -> None:
         """Write the run's folder and start what it shares; nothing is left behind when this fails."""
-        from .engine import docker_client
-
-        try:
-            client = docker_client()  # no engine, no permission: one sentence before anything is written
-        except InfraError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        # no engine, no permission, one --docker-host down: one sentence before anything is written
+        client = engines.check(self.hosts)[0]
+        workers = getattr(self.config.option, "numprocesses", None)
+        if len(self.hosts) > 1 and isinstance(workers or 0, int) and (workers or 0) < len(self.hosts):
+            self.config.issue_config_time_warning(UserWarning(
+                f"clawswe: {len(self.hosts)} --docker-host but fewer xdist workers; each worker uses one engine, "
+                f"so give -n {len(self.hosts)} or more to use them all"), stacklevel=2)
         self._write_run_info()
-        sweep_run(self.cfg.run_id, include_live=False)  # an earlier, killed attempt of this run
+        self._sweep(include_live=False)  # an earlier, killed attempt of this run
         if self.needs_model:
             try:
                 self.gateway_process = _start_gateway(self.cfg, client)
             except BaseException:
-                sweep_run(self.cfg.run_id, include_live=True)  # its network: nothing outlives a failed start
+                self._sweep(include_live=True)  # its network: nothing outlives a failed start
                 raise
         self.benchmark.start_run(self.cfg.run_dir)
         self.install_interrupts()
@@ -152,6 +158,7 @@ class RunSession:
         """xdist: every worker runs the controller's run."""
         node.workerinput["clawswe_run_id"] = self.cfg.run_id
         node.workerinput["clawswe_run_dir"] = str(self.cfg.run_dir)
+        engines.assign(node, len(self.hosts))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodeready(self, node) -> None:
@@ -251,7 +258,12 @@ class RunSession:
             self.gateway_process.stop()
         if self.writes:
             # xdist has stopped its workers by now (in its sessionfinish); one still alive keeps its objects
-            sweep_run(self.cfg.run_id, wait_s=60, spare_live_others=True, progress=_progress)
+            self._sweep(wait_s=60, spare_live_others=True, progress=_progress)
+
+    def _sweep(self, **kwargs) -> None:
+        """The run's leftovers, on each of its engines (engines.py)."""
+        for host in self.hosts:
+            sweep_run(self.cfg.run_id, host=host, **kwargs)
 
     # -- Ctrl-C ------------------------------------------------------------------------------------
     def install_interrupts(self) -> None:
@@ -281,7 +293,7 @@ class RunSession:
             _signal(pid, signal.SIGKILL)
         if self.gateway_process is not None:
             self.gateway_process.stop()
-        sweep_run(self.cfg.run_id)
+        self._sweep()
         _progress(f"stopped at once; `pytest --resume {self.cfg.run_dir}` runs what did not finish")
         os._exit(pytest.ExitCode.INTERRUPTED)
 

@@ -72,13 +72,17 @@ class ClawSweBench(Benchmark):
         return DatasetCollector.from_parent(session, name=name, nodeid=name, benchmark=self)
 
     def runner(self, run_session):
-        from .engine import docker_client
+        from .engines import worker_index
         from .harness import get_harness_class
         from .runner import Runner
 
-        cfg = run_session.cfg
+        cfg, hosts = run_session.cfg, run_session.hosts
+        index = worker_index(self.config, len(hosts))  # this worker's engine (engines.py)
         harness_cls = get_harness_class(cfg.harness_spec)
-        runner = Runner(cfg, harness_cls(cfg.model, cfg.harness_options), docker_client(), progress=progress)
+        runner = Runner(cfg, harness_cls(cfg.model, cfg.harness_options), hosts[index].client(), progress=progress)
+        runner.host_name = hosts[index].name
+        if index:  # images are built or pulled on the first engine and loaded from there
+            runner.image_source = hosts[0].client()
         if harness_cls.needs_model:
             from .gateway.run import RunGateway
 

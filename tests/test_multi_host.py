@@ -1,0 +1,192 @@
+"""One run over several Docker engines (issue 17 §1): the option, the worker-to-engine assignment, the up-front
+check, and real runs over this machine's engine plus a second engine in a network namespace reached over
+TCP+TLS (tests/second_engine.py)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from second_engine import second_engine_fixture  # noqa: F401  (the second_engine fixture)
+
+from pytest_clawswe import engines
+from pytest_clawswe.labels import LABEL_RUN
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKES = ROOT / "tests" / "fake_harnesses.py"
+LOCAL = "unix:///var/run/docker.sock"
+
+
+class _Options:
+    def __init__(self, **values):
+        self.values = values
+
+    def getoption(self, name, default=None):
+        return self.values.get(name, default)
+
+
+# -- options and assignment (no Docker) --------------------------------------------------------------------
+def test_no_docker_host_is_the_environments_engine():
+    assert engines.hosts(_Options(docker_host=[])) == [engines.Host(None)]
+
+
+def test_hosts_keep_their_order_and_tcp_hosts_get_the_tls_folder(tmp_path):
+    found = engines.hosts(_Options(docker_host=[LOCAL, "tcp://10.0.0.2:2376", "ssh://me@gpu-a"],
+                                   docker_tls_dir=str(tmp_path)))
+    assert [h.url for h in found] == [LOCAL, "tcp://10.0.0.2:2376", "ssh://me@gpu-a"]
+    assert [h.tls_dir for h in found] == [None, str(tmp_path), None]
+
+
+@pytest.mark.parametrize("bad, says", [("http://x:2375", "give unix://"), ("gpu-a", "give unix://"),
+                                       (LOCAL + " " + LOCAL, "give unix://")])
+def test_a_malformed_host_is_one_sentence(bad, says):
+    with pytest.raises(pytest.UsageError, match=says):
+        engines.hosts(_Options(docker_host=[bad]))
+
+
+def test_a_host_given_twice_is_refused():
+    with pytest.raises(pytest.UsageError, match="given twice"):
+        engines.hosts(_Options(docker_host=[LOCAL, LOCAL]))
+
+
+def test_workers_take_the_hosts_round_robin():
+    got = []
+    for n in range(5):
+        node = SimpleNamespace(gateway=SimpleNamespace(id=f"gw{n}"), workerinput={"workerid": f"gw{n}"})
+        engines.assign(node, 2)
+        got.append(engines.worker_index(SimpleNamespace(workerinput=node.workerinput), 2))
+    assert got == [0, 1, 0, 1, 0]
+    assert engines.worker_index(SimpleNamespace(), 2) == 0  # the controller or a run without xdist
+
+
+def test_an_unreachable_host_stops_the_run_before_anything_is_written(pytester, tmp_path):
+    run_dir = tmp_path / "run"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--dataset", "demo", "--harness", "oracle",
+                                           "--docker-host", "tcp://127.0.0.1:9", "--docker-tls-dir", str(tmp_path),
+                                           "--run-dir", str(run_dir))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*lacks ca.pem, cert.pem, key.pem*"])
+    assert not run_dir.exists()
+
+
+def test_a_host_that_does_not_answer_is_named(tmp_path):
+    with pytest.raises(pytest.UsageError, match=r"engine at unix:///nonexistent/docker.sock cannot be used"):
+        engines.check([engines.Host("unix:///nonexistent/docker.sock")], timeout=5)
+
+
+# -- real engines ------------------------------------------------------------------------------------------
+def bench(run_dir, ids, *extra, env=None, harness="oracle"):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--dataset", "demo", "--run-dir", str(run_dir),
+           f"--harness={harness}", *extra]
+    if ids:
+        cmd += ["--instance-ids", ",".join(ids)]
+    return subprocess.Popen(cmd, cwd=run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def two_hosts(engine):
+    # DIR as --opt=DIR: pytest takes a separate argument that names an existing folder for a rootdir candidate
+    return ["--docker-host", LOCAL, "--docker-host", engine.url, f"--docker-tls-dir={engine.tls_dir}"]
+
+
+def results(run_dir):
+    out = {}
+    for meta in (run_dir / "instances").glob("*/metadata.json"):
+        if not meta.parent.name.startswith("."):
+            data = json.loads(meta.read_text())
+            out[meta.parent.name] = data
+    return out
+
+
+def run_objects(client, run_dir):
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    label = {"label": f"{LABEL_RUN}={run_id}"}
+    return client.containers.list(all=True, filters=label) + client.networks.list(filters=label) \
+        + client.volumes.list(filters=label)
+
+
+@pytest.mark.docker
+def test_demo_set_over_two_engines_equals_one_engine(second_engine, docker_client, demo_instances, demo_images,
+                                                     tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    proc = bench(one, [], "-n", "2", "--docker-host", LOCAL)
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == 0, out
+    proc = bench(two, [], "-n", "2", *two_hosts(second_engine))
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == 0, out
+
+    first, second = results(one), results(two)
+    assert sorted(first) == sorted(i.instance_id for i in demo_instances)
+    assert {k: (v["outcome"], v["resolved"]) for k, v in second.items()} == \
+        {k: (v["outcome"], v["resolved"]) for k, v in first.items()}
+    assert {v["docker_host"] for v in first.values()} == {LOCAL}
+    assert {v["docker_host"] for v in second.values()} == {LOCAL, second_engine.url}  # both engines ran items
+    # one run folder, here: every instance's prediction once
+    lines = (two / "predictions.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["instance_id"] for line in lines) == sorted(first)
+    for client in (docker_client, second_engine.client()):
+        assert run_objects(client, one) == [] and run_objects(client, two) == []
+
+
+def _dockerd_pid() -> int:
+    return int(Path("/run/clawswe-e2/dockerd.pid").read_text())
+
+
+@pytest.mark.docker
+def test_an_engine_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(second_engine, docker_client,
+                                                                                demo_instances, demo_images,
+                                                                                tmp_path):
+    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go", "Ruby", "JavaScript")]
+    run_dir = tmp_path / "run"
+    engine2 = second_engine.client()
+    proc = bench(run_dir, ids, "-n", "2", *two_hosts(second_engine), harness=f"{FAKES}:SlowOracleHarness",
+                 env={"CLAWSWE_TEST_SLEEP": "20"})
+    deadline = time.monotonic() + 900
+    while not engine2.containers.list(filters={"label": "clawswe.role=agent"}):
+        assert time.monotonic() < deadline and proc.poll() is None, "no agent started on the second engine"
+        time.sleep(0.5)
+    os.kill(_dockerd_pid(), signal.SIGKILL)  # the engine this test started dies
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
+    got = results(run_dir)
+    by_host = {h: {k for k, v in got.items() if v["docker_host"] == h} for h in (LOCAL, second_engine.url)}
+    assert by_host[LOCAL] and all(got[k]["outcome"] == "resolved" for k in by_host[LOCAL]), out  # the others go on
+    lost = set(ids) - by_host[LOCAL]
+    assert lost and all(got.get(k, {}).get("outcome", "error") == "error" for k in lost), out
+    assert run_objects(docker_client, run_dir) == []
+
+    # the engine comes back (same data: its images stay); the resume runs what it lost
+    script = ROOT / "scripts" / "second-engine.sh"
+    for step, env in (("down", {"CLAWSWE_E2_KEEP_DATA": "1"}), ("up", {})):
+        done = subprocess.run([str(script), step], capture_output=True, text=True, env={**os.environ, **env})
+        assert done.returncode == 0, f"second-engine.sh {step}: {done.stderr}"
+    proc = bench(run_dir, ids, "-n", "2", *two_hosts(second_engine), "--resume", str(run_dir),
+                 harness=f"{FAKES}:SlowOracleHarness", env={"CLAWSWE_TEST_SLEEP": "1"})
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == 0, out
+    got = results(run_dir)
+    assert {k: v["outcome"] for k, v in got.items()} == {i: "resolved" for i in ids}
+    for client in (docker_client, second_engine.client()):
+        assert run_objects(client, run_dir) == []
+
+
+@pytest.mark.docker
+def test_clawswe_clean_cleans_the_engine_it_is_given(second_engine, docker_client):
+    engine2 = second_engine.client()
+    if not engine2.images.list(name="debian:bookworm-slim"):
+        engines.copy_image(docker_client, engine2, "debian:bookworm-slim", progress=lambda m: None)
+    run_id = f"h8-clean-{os.getpid()}"
+    engine2.containers.create("debian:bookworm-slim", ["true"], labels={LABEL_RUN: run_id})
+    engine2.networks.create(f"clawswe-{run_id}", internal=True, labels={LABEL_RUN: run_id})
+    done = subprocess.run([sys.executable, "-m", "pytest_clawswe.cli", "clean", "--run-id", run_id,
+                           "--docker-host", second_engine.url, "--docker-tls-dir", second_engine.tls_dir],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "removed 2 leftover object(s)" in done.stdout
+    label = {"label": f"{LABEL_RUN}={run_id}"}
+    assert engine2.containers.list(all=True, filters=label) == [] and engine2.networks.list(filters=label) == []
