@@ -1,8 +1,9 @@
 """Adversarial harnesses for the container seam, loaded by path: --harness tests/container_harnesses.py:Linger."""
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_clawswe.harness import AgentRun, Harness
+from pytest_clawswe.harness import AgentRun, Harness, HarnessOptions
 
 sys.path.insert(0, str(Path(__file__).parent))  # loaded by path, outside pytest's own import of tests/
 from fake_harnesses import LIST_PROCESSES, apply_gold  # noqa: E402
@@ -14,6 +15,11 @@ WRITER = (f"(setsid sh -c 'while :; do [ -e {GO} ] && echo late > /testbed/late_
           "sleep 0.1; done' >/dev/null 2>&1 </dev/null &)")
 
 
+@dataclass
+class LingerOptions(HarnessOptions):
+    reason: str = "stop"  # the finish reason send_task reports: stop | error | timeout
+
+
 class Linger(Harness):
     """Applies the gold patch, leaves a writer running in the background and returns
     `--harness-option reason=stop|error|timeout`. Its delete_agent (the runner's last call into the adapter
@@ -21,6 +27,8 @@ class Linger(Harness):
 
     name = "linger"
     needs_model = False
+
+    Options = LingerOptions
 
     def send_task(self, ctx, prompt):
         ctx.workspace.exec(f"rm -f {GO}")
