@@ -327,9 +327,9 @@ class Gateway:
                 # the events of one chunk go out in one write: one send, not one per event
                 await self._pass_events(response, reader, splitter.feed(chunk), hide_usage, scrub, collector)
             await self._pass_events(response, reader, splitter.close(), hide_usage, scrub, collector)
-            await response.write_eof()
-            if collector is not None:
+            if collector is not None:  # before the end goes out: the harness's next turn may follow at once
                 collector.finish()
+            await response.write_eof()
         except _ClientGone:  # the harness hung up; leaving here stops reading the upstream too
             status, error = CLIENT_GONE, "client disconnected"
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
@@ -349,6 +349,8 @@ class Gateway:
             if hide_usage and event.mentions(b'"usage"') and CHAT.is_unrequested_usage_chunk(event.json()):
                 continue
             out.append(event.raw)
+        if collector is not None and collector.done:  # remembered before the harness can see the end and go on
+            collector.finish()
         if not out:
             return
         try:

@@ -136,9 +136,11 @@ class ChatStreamCollector:
     def __init__(self, shaping: Shaping) -> None:
         self.shaping = shaping
         self.content, self.reasoning, self.calls = [], [], {}
+        self.done = False  # the answer's last choice chunk (finish_reason) was seen
 
     def feed(self, data: dict | None) -> None:
         for choice in (data or {}).get("choices") or []:
+            self.done = self.done or bool(choice.get("finish_reason"))
             delta = choice.get("delta") or {}
             self.content.append(delta.get("content") or "")
             self.reasoning.append(delta.get("reasoning_content") or "")
@@ -147,6 +149,9 @@ class ChatStreamCollector:
                     self.calls.setdefault(call.get("index", 0), call["id"])
 
     def finish(self) -> None:
+        if getattr(self, "finished", False):
+            return
+        self.finished = True
         calls = [{"id": self.calls[i]} for i in sorted(self.calls)]
         self.shaping.remember({"content": "".join(self.content), "tool_calls": calls,
                                "reasoning_content": "".join(self.reasoning)})
