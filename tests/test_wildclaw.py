@@ -38,11 +38,35 @@ def task_text(front: str = "id: t1\nname: A task\ncategory: Productivity Flow\nt
 
 def test_demo_tasks_parse_with_their_categories():
     tasks = [parse_task(p) for p in task_files(DEMO_DIR)]
-    assert {t.category_marker for t in tasks} == {"productivity", "code", "safety"}
+    assert {t.category_marker for t in tasks} >= {"productivity", "code", "social", "search", "safety"}
     for t in tasks:
         assert (DEMO_DIR / t.workspace_path / "exec").is_dir()
         assert (DEMO_DIR / t.workspace_path / "solution" / "solve.sh").is_file()
     assert any((DEMO_DIR / t.workspace_path / "judge.json").is_file() for t in tasks)  # a judged criterion
+
+
+def test_services_are_declared_beside_exec_and_released_service_warmup_lines_move(tmp_path):
+    from pytest_clawswe.wildclaw import services
+
+    social = next(parse_task(p) for p in task_files(DEMO_DIR) if "meeting_tz" in p.name)
+    plan = services.plan(social, DEMO_DIR / social.workspace_path)
+    assert plan.config["services"] == ["gmail", "calendar", "contacts"] and plan.moved == []
+    assert not (DEMO_DIR / social.workspace_path / "exec" / "services").exists()  # never given to the agent
+
+    line = ("export GMAIL_FIXTURES=/tmp_workspace/fixtures/inbox.json && "
+            "python3 /tmp_workspace/mock_services/gmail/server.py &")
+    ws_dir = tmp_path / "workspace" / "x"
+    (ws_dir / "exec" / "fixtures").mkdir(parents=True)
+    (ws_dir / "exec" / "fixtures" / "inbox.json").write_text('[{"message_id": "m1"}]')
+    task = parse_task(write(tmp_path, task_text()))
+    task.warmup = ["mkdir -p /tmp_workspace/results", line]
+    plan = services.plan(task, ws_dir)
+    assert plan.warmup == ["mkdir -p /tmp_workspace/results"]
+    assert plan.moved == [{"line": line, "service": "gmail", "fixture": "/tmp_workspace/fixtures/inbox.json"}]
+    assert plan.config["services"] == ["gmail"] and (plan.fixtures / "gmail.json").read_text().startswith("[")
+    (ws_dir / "exec" / "fixtures" / "inbox.json").unlink()
+    with pytest.raises(services.TaskSetupError, match="not in"):
+        services.plan(task, ws_dir)
 
 
 def test_released_defaults(tmp_path):
@@ -118,7 +142,7 @@ def collect(pytester, *args):
 def test_markers_and_keywords_select_tasks(pytester):
     result = collect(pytester, "-m", "safety and not multimodal")
     result.stdout.fnmatch_lines(["*06_Safety_Alignment_task_1_history_credential*", "1*collected*"])
-    result = collect(pytester, "-k", "rolling_window or meeting")
+    result = collect(pytester, "-k", "rolling_window or meeting_slots")
     assert result.stdout.str().count("wildclaw-demo::") == 2
     result = collect(pytester, "-m", "productivity or code")
     assert result.stdout.str().count("wildclaw-demo::") == 2
