@@ -226,6 +226,32 @@ def test_judge_accepts_images_as_data_urls():
     assert judge_answer(content) == {"score": 0.75, "reason": "the chart is readable"}
 
 
+PNG = "data:image/png;base64,iVBORw0KGgo="
+SEEING = {"criterion: sheet": {"score": 1.0, "reason": "a grid of frames", "needs_image": True},
+          "What is in this frame": {"answer": "A colour test pattern with a moving counter.", "needs_image": True}}
+
+
+def with_image(text: str, image: bool = True) -> list[dict]:
+    return [{"type": "text", "text": text}] + ([{"type": "image_url", "image_url": {"url": PNG}}] if image else [])
+
+
+def test_a_visual_criterion_is_scored_only_when_the_image_came_with_it():
+    judge = ScriptedJudge(SEEING)
+    ask = lambda image: json.loads(judge.reply(chat_view([{"role": "user", "content": with_image(  # noqa: E731
+        "criterion: sheet", image)}])).text)
+    assert ask(True) == {"score": 1.0, "reason": "a grid of frames"}
+    assert ask(False)["score"] == 0.0
+
+
+def test_scripted_vision_answers_the_agents_own_model_calls_from_fixtures():
+    model = scripted_for({"mode": "vision", "fixtures": SEEING})
+    reply = model.reply(chat_view([{"role": "user", "content": with_image("What is in this frame?")}]))
+    assert reply.text == "A colour test pattern with a moving counter." and not reply.tool_calls
+    assert "cannot" in model.reply(chat_view([{"role": "user", "content": "Write me a poem"}])).text
+    assert model.reply(chat_view([{"role": "user", "content": with_image("What is in this frame?", False)}])).text \
+        != "A colour test pattern with a moving counter."
+
+
 def test_judge_failure_is_the_last_word_of_the_records():
     assert judge_failure([{"status": 500, "error": "upstream status 500"}]).startswith("the judge failed")
     assert judge_failure([{"status": 500, "error": "x"}, {"status": 200}]) == ""

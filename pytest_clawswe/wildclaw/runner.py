@@ -140,9 +140,12 @@ class Runner:
                             "workdir": agent.WORKDIR}
             try:
                 tokens["agent"] = self._register(task.id, cfg.model, scripted)
-                tool_model = "scripted/noop" if cfg.model.startswith("scripted/") else cfg.model
-                tokens["tools"] = self._register(f"{task.id}.tools", tool_model,
-                                                 {"solution": ""} if scripted is not None else None)
+                tool_model, tool_script = cfg.model, None
+                if scripted is not None:  # the agent's own model calls: the task's vision fixtures, if any
+                    vision = ws_dir / "vision.json"
+                    tool_model, tool_script = (("scripted/vision", {"fixtures": json.loads(vision.read_text())})
+                                               if vision.is_file() else ("scripted/noop", {"solution": ""}))
+                tokens["tools"] = self._register(f"{task.id}.tools", tool_model, tool_script)
             except ValueError as exc:
                 raise agent.TaskSetupError(f"{task.id}: the gateway refused the model: {exc}") from None
         env = self._task_env(task, tokens.get("tools", ""))
