@@ -38,7 +38,7 @@ def task_text(front: str = "id: t1\nname: A task\ncategory: Productivity Flow\nt
 
 def test_demo_tasks_parse_with_their_categories():
     tasks = [parse_task(p) for p in task_files(DEMO_DIR)]
-    assert {t.category_marker for t in tasks} >= {"productivity", "code", "social", "search", "safety"}
+    assert {t.category_marker for t in tasks} == {"productivity", "code", "social", "search", "creative", "safety"}
     for t in tasks:
         assert (DEMO_DIR / t.workspace_path / "exec").is_dir()
         assert (DEMO_DIR / t.workspace_path / "solution" / "solve.sh").is_file()

@@ -1,8 +1,9 @@
-"""WildClawBench tasks with mock services, end to end under claude-code: the sidecar beside the real harness,
-the scripted model running each task's reference solution through the harness's shell tool, the audit in
-the run folder and served to the grader from the log.
+"""The issue-15 demo tasks (social, social with faults, search, creative) end to end under claude-code: the
+services sidecar beside the real harness, the scripted model running each task's reference solution through
+the harness's shell tool, the audit in the run folder and served to the grader from the log; the creative
+task's vision call answered by the scripted vision model, its contact sheet judged from the image.
 
-Per service task: gold scores ~1.0 and noop ~0.0; the audit of the gold run equals the calls the reference
+Per task: gold scores ~1.0 and noop ~0.0; the audit of the gold run equals the calls the reference
 solution made; two runs of the faults task with the same seed inject identical faults. The four-harness
 matrix over the whole demo set (these tasks included) is tests/test_wildclaw_run.py::test_gold_scores_one_and_noop_zero.
 """
@@ -24,8 +25,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.harness]
 SOCIAL = "03_Social_Interaction_task_1_meeting_tz"
 FAULTS = "03_Social_Interaction_task_2_meeting_tz_faults"
 SEARCH = "04_Search_Retrieval_task_1_lighthouse"
-TASKS = (SOCIAL, FAULTS, SEARCH)
-SELECT = "meeting_tz or lighthouse"
+CREATIVE = "05_Creative_Synthesis_task_1_clip_contact_sheet"
+TASKS = (SOCIAL, FAULTS, SEARCH, CREATIVE)
+SELECT = "meeting_tz or lighthouse or clip_contact"
 
 
 def run_wild(run_dir: Path, model: str, select: str = SELECT, n: int = 2) -> subprocess.CompletedProcess:
@@ -63,8 +65,20 @@ def test_gold_scores_one_and_noop_zero(gold, noop, task_id):
     for run_dir, expected in ((gold, 1.0), (noop, 0.0)):
         r = results(run_dir)[task_id]
         assert r["outcome"] in ("passed", "failed") and r["overall_score"] == pytest.approx(expected, abs=0.05), r
-        assert (run_dir / "tasks" / task_id / "audit" / "meta.json").is_file()  # the audit landed in the run
-        assert r["timings"]["services"] > 0 and r["warmup_moved"] == []
+        if task_id != CREATIVE:
+            assert (run_dir / "tasks" / task_id / "audit" / "meta.json").is_file()  # the audit landed in the run
+            assert r["timings"]["services"] > 0 and r["warmup_moved"] == []
+
+
+def test_the_creative_task_sees_through_the_gateway(gold, noop):
+    r = results(gold)[CREATIVE]
+    # ffprobe on the clip, Pillow on the sheet, the judge got the sheet as an image, the vision call answered
+    assert r["scores"]["clip_duration"] == r["scores"]["clip_streams"] == r["scores"]["sheet_judged"] == 1.0
+    assert r["tool_usage"]["requests"] == 1 and r["judge_usage"]["requests"] == 1  # each on its own token
+    assert r["usage"]["requests"] >= 2  # the harness's own calls, counted apart
+    description = gold / "tasks" / CREATIVE / "snapshot" / "tmp_workspace" / "results" / "description.txt"
+    assert "test pattern" in description.read_text()
+    assert results(noop)[CREATIVE]["judge_usage"]["requests"] == 0
 
 
 def test_the_audit_of_a_scripted_run_equals_the_calls_the_solution_made(gold):
