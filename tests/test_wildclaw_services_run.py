@@ -113,3 +113,21 @@ def test_two_runs_with_the_same_seed_inject_identical_faults(gold, tmp_path):
     assert first == second and sum(len(v) for v in first.values()) >= 2
     assert {f for v in first.values() for _, _, f in v} & {"429", "500"}
     assert faults_of(gold / "tasks" / SOCIAL / "audit") == {"calendar": [], "contacts": [], "gmail": []}
+
+
+def test_a_released_warmup_service_runs_in_the_sidecar_and_the_result_says_so(tmp_path, gold):
+    """A released-style task whose Warmup starts its own mock email server from the workspace: that line
+    is not run in the agent's container; the sidecar serves the fixture it named; result.json lists it."""
+    dataset = Path(__file__).parent / "data" / "wildclaw-released-services"
+    run_dir = tmp_path / "released"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset",
+           str(dataset), "--harness", "claude-code", "--model", "scripted/gold", "--judge-model", "scripted",
+           "--run-dir", str(run_dir)]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=os.environ)
+    assert done.returncode == 0, done.stdout[-3000:]
+    (r,) = results(run_dir).values()
+    assert r["scores"] == {"served_from_the_task_fixture": 1.0, "mock_not_in_agent": 1.0,
+                           "fixture_still_in_workspace": 1.0, "overall_score": 1.0}
+    [moved] = r["warmup_moved"]
+    assert moved["service"] == "gmail" and moved["fixture"] == "/tmp_workspace/fixtures/gmail/inbox.json"
+    assert "mock_services/gmail/server.py" in moved["line"]
