@@ -26,10 +26,14 @@ AUDIT_DIR = "audit"  # in the task's run folder
 @dataclass
 class Plan:
     warmup: list[str]  # the lines still run in the agent's container
-    fixtures: Path | None = None  # what the sidecar loads; None: no services
-    config: dict = field(default_factory=dict)
+    declared: Path | None = None  # the task's services/ folder, if any
+    config: dict = field(default_factory=dict)  # checked; None-free
     moved: list[dict] = field(default_factory=list)  # released warmup lines now served by the sidecar
-    scratch: Path | None = None  # a folder we made for moved fixtures, removed at stop
+    moved_files: list[tuple[Path, str]] = field(default_factory=list)  # (fixture on the host, name in the sidecar)
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.declared or self.moved)
 
 
 def plan(task: Task, ws_dir: Path) -> Plan:
@@ -41,7 +45,7 @@ def plan(task: Task, ws_dir: Path) -> Plan:
     split = split_warmup(task.warmup)
     if not declared.is_dir() and not split.moved:
         return Plan(list(task.warmup))
-    out = Plan(split.keep, fixtures=declared if declared.is_dir() else None)
+    out = Plan(split.keep, declared=declared if declared.is_dir() else None)
     config: dict = {}
     try:
         if declared.is_dir() and (declared / "config.json").is_file():
@@ -49,48 +53,41 @@ def plan(task: Task, ws_dir: Path) -> Plan:
     except ValueError as exc:
         raise TaskSetupError(f"{task.id}: {declared / 'config.json'} is not valid JSON ({exc})") from None
     if split.moved:
-        # the moved services' fixtures are copied next to the declared ones, in a folder of our own
-        scratch = Path(tempfile.mkdtemp(prefix="clawswe-services-"))
-        if declared.is_dir():
-            shutil.copytree(declared, scratch, dirs_exist_ok=True)
         names = list(config.get("services") or [])
         for m in split.moved:
-            entry = {"line": m.line, "service": m.service, "fixture": m.fixture}
             if m.fixture:
                 try:
                     src = host_fixture(m.fixture, ws_dir)
                 except ValueError as exc:
-                    shutil.rmtree(scratch, ignore_errors=True)
                     raise TaskSetupError(f"{task.id}: {exc}") from None
                 if not src.is_file():
-                    shutil.rmtree(scratch, ignore_errors=True)
                     raise TaskSetupError(f"{task.id}: the warmup starts {m.service} with {m.fixture}, which is "
                                          f"not in {ws_dir}")
-                shutil.copyfile(src, scratch / f"{m.service}{src.suffix or '.json'}")
+                out.moved_files.append((src, f"{m.service}{src.suffix or '.json'}"))
             names.append(m.service)
-            out.moved.append(entry)
+            out.moved.append({"line": m.line, "service": m.service, "fixture": m.fixture})
         config["services"] = sorted(set(names))
-        out.fixtures, out.scratch = scratch, scratch
     try:
-        out.config = check_config(config or None, out.fixtures)
+        out.config = check_config(config or None, out.declared or ws_dir)
     except ValueError as exc:
-        if out.scratch:
-            shutil.rmtree(out.scratch, ignore_errors=True)
         raise TaskSetupError(f"{task.id}: the task's services: {exc}") from None
     return out
 
 
 def start(client, ws, plan: Plan, audit_dir: Path, labels: dict, progress):
     """The sidecar beside the agent's container, or None when the task has no services."""
-    if plan.fixtures is None:
+    if not plan.wanted:
         return None
     from ..wildclaw_services.sidecar import start_sidecar
 
-    try:
-        return start_sidecar(client, ws, plan.config, plan.fixtures, audit_dir, labels=labels, progress=progress)
-    finally:
-        if plan.scratch:  # copied into the sidecar (or failed): not needed any more
-            shutil.rmtree(plan.scratch, ignore_errors=True)
+    # the sidecar's fixtures: the declared folder plus the moved services' files, in a folder of our own
+    with tempfile.TemporaryDirectory(prefix="clawswe-services-") as tmp:
+        fixtures = Path(tmp)
+        if plan.declared:
+            shutil.copytree(plan.declared, fixtures, dirs_exist_ok=True)
+        for src, name in plan.moved_files:
+            shutil.copyfile(src, fixtures / name)
+        return start_sidecar(client, ws, plan.config, fixtures, audit_dir, labels=labels, progress=progress)
 
 
 def stop(car) -> Path:
