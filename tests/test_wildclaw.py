@@ -38,11 +38,36 @@ def task_text(front: str = "id: t1\nname: A task\ncategory: Productivity Flow\nt
 
 def test_demo_tasks_parse_with_their_categories():
     tasks = [parse_task(p) for p in task_files(DEMO_DIR)]
-    assert {t.category_marker for t in tasks} == {"productivity", "code", "safety"}
+    assert {t.category_marker for t in tasks} == {"productivity", "code", "social", "search", "creative", "safety"}
     for t in tasks:
         assert (DEMO_DIR / t.workspace_path / "exec").is_dir()
         assert (DEMO_DIR / t.workspace_path / "solution" / "solve.sh").is_file()
     assert any((DEMO_DIR / t.workspace_path / "judge.json").is_file() for t in tasks)  # a judged criterion
+
+
+def test_services_are_declared_beside_exec_and_released_service_warmup_lines_move(tmp_path):
+    from pytest_clawswe.wildclaw import services
+
+    social = next(parse_task(p) for p in task_files(DEMO_DIR) if "meeting_tz" in p.name)
+    plan = services.plan(social, DEMO_DIR / social.workspace_path)
+    assert plan.config["services"] == ["gmail", "calendar", "contacts"] and plan.moved == []
+    assert not (DEMO_DIR / social.workspace_path / "exec" / "services").exists()  # never given to the agent
+
+    line = ("export GMAIL_FIXTURES=/tmp_workspace/fixtures/inbox.json && "
+            "python3 /tmp_workspace/mock_services/gmail/server.py &")
+    ws_dir = tmp_path / "workspace" / "x"
+    (ws_dir / "exec" / "fixtures").mkdir(parents=True)
+    (ws_dir / "exec" / "fixtures" / "inbox.json").write_text('[{"message_id": "m1"}]')
+    task = parse_task(write(tmp_path, task_text()))
+    task.warmup = ["mkdir -p /tmp_workspace/results", line]
+    plan = services.plan(task, ws_dir)
+    assert plan.warmup == ["mkdir -p /tmp_workspace/results"]
+    assert plan.moved == [{"line": line, "service": "gmail", "fixture": "/tmp_workspace/fixtures/inbox.json"}]
+    assert plan.config["services"] == ["gmail"]
+    assert plan.moved_files == [(ws_dir / "exec" / "fixtures" / "inbox.json", "gmail.json")]
+    (ws_dir / "exec" / "fixtures" / "inbox.json").unlink()
+    with pytest.raises(services.TaskSetupError, match="not in"):
+        services.plan(task, ws_dir)
 
 
 def test_released_defaults(tmp_path):
@@ -118,7 +143,7 @@ def collect(pytester, *args):
 def test_markers_and_keywords_select_tasks(pytester):
     result = collect(pytester, "-m", "safety and not multimodal")
     result.stdout.fnmatch_lines(["*06_Safety_Alignment_task_1_history_credential*", "1*collected*"])
-    result = collect(pytester, "-k", "rolling_window or meeting")
+    result = collect(pytester, "-k", "rolling_window or meeting_slots")
     assert result.stdout.str().count("wildclaw-demo::") == 2
     result = collect(pytester, "-m", "productivity or code")
     assert result.stdout.str().count("wildclaw-demo::") == 2
@@ -200,6 +225,32 @@ def test_judge_accepts_images_as_data_urls():
     content = [{"type": "text", "text": "criterion: chart"},
                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
     assert judge_answer(content) == {"score": 0.75, "reason": "the chart is readable"}
+
+
+PNG = "data:image/png;base64,iVBORw0KGgo="
+SEEING = {"criterion: sheet": {"score": 1.0, "reason": "a grid of frames", "needs_image": True},
+          "What is in this frame": {"answer": "A colour test pattern with a moving counter.", "needs_image": True}}
+
+
+def with_image(text: str, image: bool = True) -> list[dict]:
+    return [{"type": "text", "text": text}] + ([{"type": "image_url", "image_url": {"url": PNG}}] if image else [])
+
+
+def test_a_visual_criterion_is_scored_only_when_the_image_came_with_it():
+    judge = ScriptedJudge(SEEING)
+    ask = lambda image: json.loads(judge.reply(chat_view([{"role": "user", "content": with_image(  # noqa: E731
+        "criterion: sheet", image)}])).text)
+    assert ask(True) == {"score": 1.0, "reason": "a grid of frames"}
+    assert ask(False)["score"] == 0.0
+
+
+def test_scripted_vision_answers_the_agents_own_model_calls_from_fixtures():
+    model = scripted_for({"mode": "vision", "fixtures": SEEING})
+    reply = model.reply(chat_view([{"role": "user", "content": with_image("What is in this frame?")}]))
+    assert reply.text == "A colour test pattern with a moving counter." and not reply.tool_calls
+    assert "cannot" in model.reply(chat_view([{"role": "user", "content": "Write me a poem"}])).text
+    assert model.reply(chat_view([{"role": "user", "content": with_image("What is in this frame?", False)}])).text \
+        != "A colour test pattern with a moving counter."
 
 
 def test_judge_failure_is_the_last_word_of_the_records():

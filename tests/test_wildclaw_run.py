@@ -3,7 +3,10 @@ model (running each task's reference solution through the harness's own shell to
 
 Per harness: scripted/gold scores ~1.0 and scripted/noop ~0.0 on every demo task, the judged criterion
 went through the gateway with its own token (judge tokens counted apart from the agent's), and no
-container of the run is left. One run with a hostile reference solution shows that a process the agent
+container of the run is left. The four-harness matrix over the whole demo set (all six categories, the
+mock-service tasks included) is one command:
+    PYTHONPATH=$PWD python -m pytest tests/test_wildclaw_run.py -k gold_scores_one_and_noop_zero
+(about 9 min on the 2-core machine: openclaw 4.7, codex 2.0, hermes 1.4, claude-code 1.0). One run with a hostile reference solution shows that a process the agent
 leaves behind cannot see gt/ or change the transcript the grader gets; a resume keeps finished tasks.
 """
 from __future__ import annotations
@@ -68,7 +71,7 @@ def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_c
             assert usage["requests"] >= 1 and usage["input_tokens"] > 0
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["mean_score"] == pytest.approx(expected, abs=0.05)
-        assert set(summary["by_category"]) == {"Productivity Flow", "Code Intelligence", "Safety Alignment"}
+        assert set(summary["by_category"]) == {parse_task(p).category for p in task_files(DEMO_DIR)}
         assert not left_containers(docker_client, run_dir)
         assert not [p for p in run_dir.rglob("*") if p.is_file() and REAL_KEY.encode() in p.read_bytes()]
     judged = results(gold_dir)[JUDGED]
@@ -116,7 +119,7 @@ def test_a_judge_that_cannot_answer_is_an_error_not_a_zero(pytester, monkeypatch
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     run_dir = tmp_path / "judge"
     run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
-                                        "--harness", "claude-code", "--model", "scripted/gold", "-k", "meeting",
+                                        "--harness", "claude-code", "--model", "scripted/gold", "-k", "meeting_slots",
                                         "--judge-model", "openai/gpt-5.4", "--run-dir", str(run_dir), timeout=900)
     assert run.ret == 1
     run.stdout.fnmatch_lines(["*1 error*"])

@@ -6,18 +6,25 @@ grader's judge request from the task's fixtures: {"<text the request contains>":
 "when_contains": optional text, "otherwise": optional {"score", "reason"}}}; the first key found in the
 request picks the criterion, and `when_contains` (looked for in the request, e.g. in the agent's output
 the grader sent) picks between the answer and `otherwise`. Images in the request (data URLs) are
-accepted and ignored. Like ScriptedModel, both are stateless: each reply is decided from the request.
+accepted; an entry with `"needs_image": true` gives its answer only when the request carries one (else
+`otherwise`), so a judged visual criterion fails when the grader sent no picture. `scripted/vision`
+answers the agent's own model calls (a task's `OPENROUTER_*` tools token, e.g. "describe this frame")
+from the task's vision fixtures in the same format, with `"answer"` (free text) instead of score and
+reason. Like ScriptedModel, all are stateless: each reply is decided from the request.
 """
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
+import re
 
 from .protocols import Reply, RequestView
 from .scripted import CHUNK_CHARS, MAX_TURNS, ScriptedModel, Step, _shell_call, pick_shell
 
 JUDGE_MODE = "judge"
+VISION_MODE = "vision"
+_IMAGE = re.compile(r"data:image/[\w.+-]+;base64,")
 
 
 class SolutionModel:
@@ -55,23 +62,48 @@ class SolutionModel:
         return Reply(text="I ran the reference solution; the results are in place.")
 
 
+def pick(fixtures: dict, text: str) -> dict | None:
+    """The fixture entry a request matches (the most specific key first), `otherwise` applied; None: no key."""
+    for key in sorted(fixtures, key=len, reverse=True):
+        if key in text:
+            entry = fixtures[key]
+            needle = entry.get("when_contains")
+            missing = (needle is not None and needle not in text) or (entry.get("needs_image")
+                                                                      and not _IMAGE.search(text))
+            if missing:
+                entry = entry.get("otherwise") or {"score": 0.0, "answer": "",
+                                                   "reason": "the expected content (or image) is missing"}
+            return entry
+    return None
+
+
+def _check_fixtures(fixtures, what: str) -> dict:
+    if not isinstance(fixtures, dict):
+        raise ValueError(f"scripted/{what} needs the task's {what} fixtures as a JSON object")
+    return fixtures
+
+
 class ScriptedJudge:
     def __init__(self, fixtures: dict):
-        if not isinstance(fixtures, dict):
-            raise ValueError("scripted/judge needs the task's judge fixtures as a JSON object")
-        self.fixtures = fixtures
+        self.fixtures = _check_fixtures(fixtures, "judge")
 
     def reply(self, view: RequestView) -> Reply:
-        text = view.prompt
-        for key in sorted(self.fixtures, key=len, reverse=True):  # the most specific key first
-            if key in text:
-                entry = self.fixtures[key]
-                needle = entry.get("when_contains")
-                if needle is not None and needle not in text:
-                    entry = entry.get("otherwise") or {"score": 0.0, "reason": "the expected content is missing"}
-                answer = {"score": float(entry.get("score", 0.0)), "reason": str(entry.get("reason", ""))}
-                return Reply(text=json.dumps(answer))
-        return Reply(text=json.dumps({"score": 0.0, "reason": "no judge fixture matches this request"}))
+        entry = pick(self.fixtures, view.prompt)
+        if entry is None:
+            return Reply(text=json.dumps({"score": 0.0, "reason": "no judge fixture matches this request"}))
+        answer = {"score": float(entry.get("score", 0.0)), "reason": str(entry.get("reason", ""))}
+        return Reply(text=json.dumps(answer))
+
+
+class ScriptedVision:
+    """The agent's own model calls (vision and the like) answered from the task's vision fixtures."""
+
+    def __init__(self, fixtures: dict):
+        self.fixtures = _check_fixtures(fixtures, "vision")
+
+    def reply(self, view: RequestView) -> Reply:
+        entry = pick(self.fixtures, view.prompt)
+        return Reply(text=str((entry or {}).get("answer") or "I cannot answer that from this request."))
 
 
 def scripted_for(config: dict):
@@ -79,6 +111,8 @@ def scripted_for(config: dict):
     else the Claw-SWE-Bench ScriptedModel (gold patch)."""
     if config.get("mode") == JUDGE_MODE:
         return ScriptedJudge(config.get("fixtures") or {})
+    if config.get("mode") == VISION_MODE:
+        return ScriptedVision(config.get("fixtures") or {})
     if "solution" in config:
         return SolutionModel(config.get("mode", "noop"), config.get("solution") or "",
                              config.get("workdir") or "/tmp_workspace")

@@ -86,13 +86,13 @@ def check_upstream(model: str, upstreams: list[Upstream] | tuple = ()) -> None:
     """Raise ValueError (one sentence) when `model` cannot be served: the runner calls this before
     starting anything."""
     from .scripted import MODES
-    from .scripted_wildclaw import JUDGE_MODE
+    from .scripted_wildclaw import JUDGE_MODE, VISION_MODE
 
     if not model.strip():
         raise ValueError("No model was given: pass --model, e.g. --model scripted/gold or --model openrouter/<model>.")
     if is_scripted(model):
         mode = model[len(SCRIPTED_PREFIX):]
-        if mode not in (*MODES, JUDGE_MODE):
+        if mode not in (*MODES, JUDGE_MODE, VISION_MODE):
             raise ValueError(f"Unknown scripted model {model!r}: use scripted/gold or scripted/noop.")
         return
     up, name = resolve(model, upstreams)

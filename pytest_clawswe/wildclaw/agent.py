@@ -72,8 +72,9 @@ def skills_text(task: Task, suite: Path) -> str:
     return "\n\n".join(parts)
 
 
-def run_warmup(ws: Workspace, task: Task) -> None:
-    for n, line in enumerate(task.warmup, 1):
+def run_warmup(ws: Workspace, task: Task, lines: list[str] | None = None) -> None:
+    """The task's warmup lines (or `lines`: those left after the services' lines moved to the sidecar)."""
+    for n, line in enumerate(task.warmup if lines is None else lines, 1):
         if line.endswith("&"):  # released semantics: a trailing & runs the line in the background
             cmd = f"nohup setsid bash -c {shlex.quote(line[:-1].strip())} >/dev/null 2>&1 &"
             ws.exec(cmd, workdir=WORKDIR)

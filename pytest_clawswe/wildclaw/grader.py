@@ -42,7 +42,7 @@ def judge_failure(records: list[dict]) -> str:
 
 
 def run_grader(client, image: str, labels: dict, task: Task, ws_dir: Path, work: Path, cfg, token: str,
-               gateway_url: str, options) -> dict:
+               gateway_url: str, options, audit_dir: Path | None = None) -> dict:
     from ..gateway.client import openai_base_url
 
     env = {"OPENROUTER_API_KEY": token, "OPENROUTER_BASE_URL": openai_base_url(gateway_url) if gateway_url else "",
@@ -58,6 +58,10 @@ def run_grader(client, image: str, labels: dict, task: Task, ws_dir: Path, work:
         ws.write_file(SESSION_PATH, (work / "transcript.jsonl").read_bytes())
         ws.write_file(f"{INNER}/automated_checks.py", task.grader_code)
         ws.write_file(f"{INNER}/grade_main.py", GRADE_MAIN.read_bytes())
+        if audit_dir is not None and audit_dir.is_dir():  # GET localhost:91xx/<svc>/audit, served from the log
+            from ..wildclaw_services.sidecar import start_replay
+
+            start_replay(ws, audit_dir)
         cmd = ["python3", f"{INNER}/grade_main.py", f"{INNER}/automated_checks.py", SESSION_PATH, f"{INNER}/out.json"]
         done = ws.exec(" ".join(cmd), workdir="/tmp_workspace", timeout=options.grade_timeout_s)
         (work / "grade.log").write_text(done.output)

@@ -18,7 +18,7 @@ from ..harness import TaskContext
 from ..results import Usage
 from ..runner import RunConfig
 from ..workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, owner_label
-from . import agent, grader
+from . import agent, grader, services
 from .outputs import ERROR, FAILED, PASSED, RESULT, TaskResult, task_dir, write_task_files
 from .taskfile import Task, suite_root
 
@@ -140,52 +140,67 @@ class Runner:
                             "workdir": agent.WORKDIR}
             try:
                 tokens["agent"] = self._register(task.id, cfg.model, scripted)
-                tool_model = "scripted/noop" if cfg.model.startswith("scripted/") else cfg.model
-                tokens["tools"] = self._register(f"{task.id}.tools", tool_model,
-                                                 {"solution": ""} if scripted is not None else None)
+                tool_model, tool_script = cfg.model, None
+                if scripted is not None:  # the agent's own model calls: the task's vision fixtures, if any
+                    vision = ws_dir / "vision.json"
+                    tool_model, tool_script = (("scripted/vision", {"fixtures": json.loads(vision.read_text())})
+                                               if vision.is_file() else ("scripted/noop", {"solution": ""}))
+                tokens["tools"] = self._register(f"{task.id}.tools", tool_model, tool_script)
             except ValueError as exc:
                 raise agent.TaskSetupError(f"{task.id}: the gateway refused the model: {exc}") from None
         env = self._task_env(task, tokens.get("tools", ""))
         docker_args = self.harness.get_docker_args(task.id)
         docker_args["environment"] = {**docker_args.get("environment", {}), **env}
         labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "agent"}
+        plan = services.plan(task, ws_dir)  # before any container: a wrong config is one sentence
+        result.warmup_moved = plan.moved
         # warmup lines may reach package registries: they run on the open bridge, the agent never does
-        first_network = "bridge" if task.warmup and cfg.network not in (None, "none") else cfg.network
+        first_network = "bridge" if plan.warmup and cfg.network not in (None, "none") else cfg.network
         t = time.monotonic()
         ws = Workspace(self.client, task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
                        network=first_network, **docker_args)
         with ws:
-            agent.put_tree(ws, ws_dir / "exec", agent.WORKDIR)
-            if (ws_dir / "tmp").is_dir():
-                agent.put_tree(ws, ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
-            ctx = TaskContext(task.id, {"task": task.id}, ws, work, cfg.model, task.timeout_seconds,
-                              workdir=agent.WORKDIR)
-            if self.gateway is not None:
-                ctx.gateway_url, ctx.gateway_token = self.gateway.url, tokens["agent"]
-            agent.run_warmup(ws, task)
-            if first_network != cfg.network:
-                agent.lock_network(self.client, ws, cfg.network)
-            timings["setup"] = round(time.monotonic() - t, 3)
+            # services first: their ports are theirs before any process of the task could bind them
+            car = services.start(self.client, ws, plan, work / services.AUDIT_DIR, labels, self.progress)
+            if car is not None:
+                timings["services"] = round(car.start_seconds, 3)
+            try:
+                agent.put_tree(ws, ws_dir / "exec", agent.WORKDIR)
+                if (ws_dir / "tmp").is_dir():
+                    agent.put_tree(ws, ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
+                ctx = TaskContext(task.id, {"task": task.id}, ws, work, cfg.model, task.timeout_seconds,
+                                  workdir=agent.WORKDIR)
+                if self.gateway is not None:
+                    ctx.gateway_url, ctx.gateway_token = self.gateway.url, tokens["agent"]
+                agent.run_warmup(ws, task, plan.warmup)
+                if first_network != cfg.network:
+                    agent.lock_network(self.client, ws, cfg.network)
+                timings["setup"] = round(time.monotonic() - t, 3)
 
-            t = time.monotonic()
-            try:  # skills after create_agent, which resets the harness's state folder
-                run = agent.agent_phase(self.harness, ctx, prompt, cfg.disk_limit,
-                                        after_create=lambda: agent.copy_skills(ws, task, suite, cfg.harness_name))
+                t = time.monotonic()
+                try:  # skills after create_agent, which resets the harness's state folder
+                    run = agent.agent_phase(self.harness, ctx, prompt, cfg.disk_limit,
+                                            after_create=lambda: agent.copy_skills(ws, task, suite, cfg.harness_name))
+                finally:
+                    if car is not None:  # the audit is complete: no process of the agent is left to call
+                        services.stop(car)
+                    timings["agent"] = round(time.monotonic() - t, 3)
+                    if "agent" in tokens:
+                        usage, _ = self._usage(tokens.pop("agent"))
+                        tool_usage, _ = self._usage(tokens.pop("tools"))
+                        result.usage, result.tool_usage = vars(usage), vars(tool_usage)
+                        result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
+                (work / "agent.log").write_text(run.output)
+                result.finish_reason, result.harness_usage = run.finish_reason, run.harness_usage
+                if run.message and run.finish_reason in ("error", "disk_limit"):
+                    result.error = run.message
+                t = time.monotonic()
+                if not ws.copy_out(agent.WORKDIR, work / "snapshot"):
+                    (work / "snapshot" / "tmp_workspace").mkdir(parents=True)
+                timings["snapshot"] = round(time.monotonic() - t, 3)
             finally:
-                timings["agent"] = round(time.monotonic() - t, 3)
-                if "agent" in tokens:
-                    usage, _ = self._usage(tokens.pop("agent"))
-                    tool_usage, _ = self._usage(tokens.pop("tools"))
-                    result.usage, result.tool_usage = vars(usage), vars(tool_usage)
-                    result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
-            (work / "agent.log").write_text(run.output)
-            result.finish_reason, result.harness_usage = run.finish_reason, run.harness_usage
-            if run.message and run.finish_reason in ("error", "disk_limit"):
-                result.error = run.message
-            t = time.monotonic()
-            if not ws.copy_out(agent.WORKDIR, work / "snapshot"):
-                (work / "snapshot" / "tmp_workspace").mkdir(parents=True)
-            timings["snapshot"] = round(time.monotonic() - t, 3)
+                if car is not None:  # on every path out, before the agent's container goes (a no-op if done)
+                    services.stop(car)
         # the agent's container is gone: nothing it started can touch what follows
         transcript = grader.transcript_for(self.gateway, task.id) if self.gateway is not None else []
         from .transcript import session_lines, to_jsonl
@@ -249,7 +264,8 @@ class Runner:
         graded: dict = {}
         try:
             graded = grader.run_grader(self.client, image, labels, task, ws_dir, work, cfg, token,
-                                       self.gateway.url if self.gateway else "", self.options)
+                                       self.gateway.url if self.gateway else "", self.options,
+                                       audit_dir=work / services.AUDIT_DIR)
         except grader.GradeError as exc:
             failure = exc
         usage, records = self._usage(token) if token else (Usage(), [])
