@@ -112,7 +112,8 @@ down() {
   if ip netns list | grep -qw "$NS"; then
     ip netns del "$NS"     # takes the namespace's end of the veth pair, and with it the host's end
   fi
-  ip link show "$HOST_IF" >/dev/null 2>&1 && ip link del "$HOST_IF"
+  # the namespace's deletion takes the host's end too, asynchronously: it may be gone between show and del
+  if ip link show "$HOST_IF" >/dev/null 2>&1; then ip link del "$HOST_IF" 2>/dev/null || true; fi
   for d in /sys/fs/cgroup/*/clawswe-e2 /sys/fs/cgroup/clawswe-e2; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
