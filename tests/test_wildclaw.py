@@ -121,7 +121,7 @@ def test_malformed_files_are_refused_in_one_sentence(tmp_path, text, problem):
 def test_sixty_task_files_parse_in_under_a_second(tmp_path):
     categories = ["01_Productivity_Flow", "02_Code_Intelligence", "03_Social_Interaction", "04_Search_Retrieval",
                   "05_Creative_Synthesis", "06_Safety_Alignment"]
-    body = (DEMO_DIR / "tasks" / "01_Productivity_Flow" / "01_Productivity_Flow_task_1_meeting_slots.md").read_text()
+    body = (DEMO_DIR / "tasks" / "01_Productivity_Flow" / "01_Productivity_Flow_clawswe_demo_meeting_slots.md").read_text()
     for n in range(60):
         cat = categories[n % 6]
         write(tmp_path, body.replace("id: 01_Productivity_Flow_task_1_meeting_slots", f"id: {cat}_task_{n}"),
