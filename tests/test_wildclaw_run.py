@@ -52,6 +52,26 @@ def left_containers(docker_client, run_dir: Path) -> list:
     return docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"})
 
 
+CHAT_TASK = "03_Social_Interaction_task_3_release_blockers"
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_the_chat_task_scores_one_for_gold_and_zero_for_noop(pytester, monkeypatch, tmp_path, docker_client, harness):
+    """The demo task on the chat service alone (-k): gold posts the right summary after both owners answered
+    (every criterion 1.0), noop leaves the audit empty (every criterion 0.0); graded from the chat audit."""
+    bundle(docker_client, harness)
+    for model, expected, ret in (("scripted/gold", 1.0, 0), ("scripted/noop", 0.0, 1)):
+        run_dir = tmp_path / model.split("/")[1]
+        done = run_wild(pytester, monkeypatch, harness, model, run_dir, "-k", "release_blockers")
+        assert done.ret == ret, done.stdout.str()[-3000:]
+        r = results(run_dir)[CHAT_TASK]
+        assert r["outcome"] in ("passed", "failed") and set(r["scores"].values()) == {expected}, r
+        audit = run_dir / "tasks" / CHAT_TASK / "audit"
+        calls = [line for line in (audit / "slack.jsonl").read_text().splitlines() if line.strip()]
+        assert bool(calls) == (expected == 1.0)  # the chat's own log, which the grader read
+        assert not left_containers(docker_client, run_dir)
+
+
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_client, harness):
     bundle(docker_client, harness)
