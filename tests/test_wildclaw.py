@@ -405,3 +405,86 @@ def test_a_harness_without_a_model_is_refused(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
                                            "--harness", "oracle", "--collect-only")
     assert result.ret != 0 and "--harness oracle calls no model" in result.stderr.str()
+
+
+# --- facts checked against the released runner's code (issue: WildClawBench fidelity) -----------------
+
+def test_prompt_is_the_prefix_a_space_a_newline_then_the_task(tmp_path):
+    """The released runner joins its prefix and the task's prompt with " \\n" (no blank line)."""
+    task = parse_task(write(tmp_path, task_text()))
+    assert task.full_prompt() == PROMPT_PREFIX.format(timeout_seconds=300) + " \nDo the thing."
+
+
+def test_the_category_comes_from_the_folder_before_the_front_matter(tmp_path):
+    """Released: category = the task file's folder; a front-matter category (even '03_社交互动') is ignored."""
+    text = task_text(front="id: t1\ncategory: 03_社交互动\ntimeout_seconds: 300\n")
+    task = parse_task(write(tmp_path, text, "03_Social_Interaction/03_Social_Interaction_task_9_x.md"))
+    assert task.category == "Social Interaction"
+
+
+@pytest.mark.parametrize("header", ["##\tPrompt", "##  Prompt"])
+def test_a_section_header_is_two_hashes_and_any_whitespace(tmp_path, header):
+    text = task_text().replace("## Prompt", header)
+    assert parse_task(write(tmp_path, text)).prompt == "Do the thing."
+
+
+def test_skills_are_flattened_to_their_last_path_part(tmp_path):
+    """A Skills line is a path under skills/; the harness gets the folder under its last part's name, and a
+    second skill with the same last part is skipped (as released)."""
+    from pytest_clawswe.wildclaw.agent import skill_targets
+
+    for rel in ("office/docx", "pdf", "other/docx"):
+        (tmp_path / "skills" / rel).mkdir(parents=True)
+    task = parse_task(write(tmp_path, task_text() + "## Skills\n\n```\noffice/docx\npdf\nother/docx\n```\n"))
+    targets = skill_targets(task, tmp_path, "openclaw")
+    assert targets == [(tmp_path / "skills" / "office" / "docx", "/root/skills/docx"),
+                       (tmp_path / "skills" / "pdf", "/root/skills/pdf")]
+
+
+def test_codex_gets_the_skills_before_the_task_with_base_dir_resolved(tmp_path):
+    from pytest_clawswe.wildclaw.agent import codex_prompt
+
+    (tmp_path / "skills" / "office" / "docx").mkdir(parents=True)
+    (tmp_path / "skills" / "office" / "docx" / "SKILL.md").write_text("Run {baseDir}/convert.py on the file.\n")
+    task = parse_task(write(tmp_path, task_text() + "## Skills\n\n```\noffice/docx\n```\n"))
+    prompt = codex_prompt(task, tmp_path, task.full_prompt())
+    skill, rest = prompt.split("## Task\n\n")
+    assert "## Skill: office/docx\n\nRun /root/.codex/skills/docx/convert.py on the file." in skill
+    assert rest == task.full_prompt() + "\n"
+    assert codex_prompt(parse_task(write(tmp_path, task_text(), "01_P/t2.md")), tmp_path, "x") == "x"
+
+
+def test_usage_json_has_the_released_fields():
+    r = outputs.TaskResult("t", usage={"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 2,
+                                       "cache_write_tokens": 1, "requests": 3}, cost_usd=0.25,
+                           timings={"agent": 12.3456})
+    u = outputs.usage_json(r)
+    released = {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 2, "cache_write_tokens": 1,
+                "total_tokens": 18, "cost_usd": 0.25, "request_count": 3, "elapsed_time": 12.35}
+    assert {k: u[k] for k in released} == released and "requests" not in u
+
+
+@pytest.mark.parametrize("scores, expected", [
+    ({"overall_score": 0.3, "a": 1.0}, 0.3),
+    ({"a": 1.0, "b": 0.0, "note": "text"}, 0.5),  # no overall_score: the mean of the numeric values
+    ({"a": True, "b": 0}, 0.5),
+    ({"error": "boom"}, None),
+    ({"overall_score": 1.7}, 1.0),
+])
+def test_a_task_score_is_overall_score_else_the_mean_of_numeric_values(scores, expected):
+    assert outputs.task_score(scores) == expected
+
+
+def test_grade_gets_every_line_of_the_session_file(tmp_path):
+    """The released loader hands grade() every JSON line of the transcript, not only the message lines."""
+    import runpy
+
+    session = tmp_path / "chat.jsonl"
+    session.write_text('{"type": "session", "id": "s"}\n{"type": "message", "message": {"role": "user"}}\n')
+    code = tmp_path / "checks.py"
+    code.write_text("def grade(transcript, workspace_path):\n    return {'overall_score': 1.0, 'n': len(transcript),"
+                    " 'first': transcript[0]['type']}\n")
+    out = tmp_path / "out.json"
+    main = runpy.run_path(str(Path(outputs.__file__).with_name("grade_main.py")))["main"]
+    main(str(code), str(session), str(out))
+    assert json.loads(out.read_text())["result"] == {"overall_score": 1.0, "n": 2, "first": "session"}

@@ -88,7 +88,7 @@ def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_c
             score = json.loads((run_dir / "tasks" / task_id / "score.json").read_text())
             assert score["overall_score"] == r["overall_score"]
             usage = json.loads((run_dir / "tasks" / task_id / "usage.json").read_text())
-            assert usage["requests"] >= 1 and usage["input_tokens"] > 0
+            assert usage["request_count"] >= 1 and usage["input_tokens"] > 0
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["mean_score"] == pytest.approx(expected, abs=0.05)
         assert set(summary["by_category"]) == {parse_task(p).category for p in task_files(DEMO_DIR)}
