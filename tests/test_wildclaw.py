@@ -334,6 +334,72 @@ def test_report_views_recompute_from_task_folders(tmp_path, capsys):
     assert (tmp_path / "out" / "wildclaw_per_category.png").stat().st_size > 0
 
 
+REAL_RUN = Path(__file__).parent / "data" / "wildclaw-run-gold"  # the small files of a real claude-code gold run
+AGENT_TEXT = '<script>alert("x")</script>'
+
+
+def copy_real_run(tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(REAL_RUN, tmp_path / "runs" / REAL_RUN.name))
+
+
+def test_html_report_of_a_real_run_has_categories_tasks_and_the_paper(tmp_path):
+    from pytest_clawswe.cli import main
+
+    run = copy_real_run(tmp_path)
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<title>WildClawBench report</title>" in page
+    for category in ("Productivity Flow", "Code Intelligence", "Social Interaction", "Search &amp; Retrieval",
+                     "Creative Synthesis", "Safety Alignment"):  # every category of the paper, ours or not run
+        assert f"<td class=\"text\">{category}</td>" in page
+    results = {p.parent.name: json.loads(p.read_text()) for p in run.glob("tasks/*/result.json")}
+    for task_id, r in results.items():
+        assert f'id="run-0-{task_id}"' in page and f"{r['overall_score']:.3f}" in page
+    judged = results["01_Productivity_Flow_task_1_meeting_slots"]
+    assert "summary_quality 1" in page  # a grader criterion
+    assert f"answered: {judged['judge_usage']['requests']} call(s)" in page
+    assert 'src="wildclaw_per_category.png"' in page and (tmp_path / "out" / "wildclaw_per_category.png").is_file()
+    assert "GPT-5.4" in page and "50.3" in page  # the published tables
+    assert 'href="../runs/wildclaw-run-gold/tasks/03_Social_Interaction_task_3_release_blockers/audit"' in page
+    assert "<h2 id=\"s4\">Errors</h2><p class=\"note\">(none)</p>" in page
+
+
+def test_task_controlled_text_is_escaped_and_an_error_is_not_a_score(tmp_path):
+    from pytest_clawswe.cli import main
+
+    run = copy_real_run(tmp_path)
+    path = run / "tasks" / "02_Code_Intelligence_task_1_rolling_window" / "result.json"
+    r = json.loads(path.read_text())
+    r.update(outcome="error", overall_score=None, error="grade() failed: " + AGENT_TEXT, finish_reason=AGENT_TEXT,
+             category=AGENT_TEXT, scores={AGENT_TEXT: 1.0, "note": AGENT_TEXT})
+    path.write_text(json.dumps(r))
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<script" not in page
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
+    assert "<style>" in page and '"Segoe UI"' in page  # our own CSS stays as written
+    row = page.split('id="run-0-02_Code_Intelligence_task_1_rolling_window"')[1].split("</tr>")[0]
+    assert '<td class="num">—</td>' in row and "outcome error" in row  # no score shown, never a 0
+    errors = page.split('id="s4">Errors</h2>')[1].split("<h2")[0]
+    assert "02_Code_Intelligence_task_1_rolling_window" in errors
+
+
+def test_report_picks_the_benchmark_from_run_json(tmp_path):
+    """One `clawswe report` command: a run.json saying "wildclaw" gets the WildClawBench page, one without
+    the key (a Claw-SWE-Bench run) the Claw-SWE-Bench page."""
+    from pytest_clawswe.cli import main
+    from test_report import make_run
+
+    wild = copy_real_run(tmp_path)
+    swe = make_run(tmp_path / "runs", "swe-openclaw", "openclaw", {0, 1})
+    for run, title in ((wild, "WildClawBench report"), (swe, "Claw-SWE-Bench report")):
+        out = tmp_path / f"out-{run.name}"
+        assert main(["report", str(run), "--out", str(out)]) == 0
+        assert f"<title>{title}</title>" in (out / "index.html").read_text()
+
+
 def test_published_wildclaw_tables_come_from_the_shipped_data(tmp_path):
     from pytest_clawswe.cli import main
     from pytest_clawswe.wildclaw.report import PUBLISHED
