@@ -554,3 +554,14 @@ def test_grade_gets_every_line_of_the_session_file(tmp_path):
     main = runpy.run_path(str(Path(outputs.__file__).with_name("grade_main.py")))["main"]
     main(str(code), str(session), str(out))
     assert json.loads(out.read_text())["result"] == {"overall_score": 1.0, "n": 2, "first": "session"}
+
+
+def test_only_the_sections_outer_fence_is_removed(tmp_path):
+    """Released: a section loses its opening and closing fence lines only; a fence line inside the code
+    (here in a string the grader compares with) stays."""
+    checks = ('## Automated Checks\n\n```python\nFENCE = """\n```\n"""\n\ndef grade(**kwargs):\n'
+              '    return {"overall_score": float(FENCE.strip() == "```")}\n```\n')
+    task = parse_task(write(tmp_path, task_text().replace(GRADER, checks)))
+    scope: dict = {}
+    exec(task.grader_code, scope)
+    assert scope["grade"]()["overall_score"] == 1.0

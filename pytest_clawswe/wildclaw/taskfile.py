@@ -85,8 +85,13 @@ def _category(path: Path, meta: dict) -> str:
 
 
 def _unfence(text: str) -> str:
-    """The section's text with its fence lines removed (the released parser unwraps fenced blocks)."""
-    return "\n".join(line for line in text.splitlines() if not _FENCE.match(line)).strip("\n")
+    """The section without its opening and closing fence lines, as released (a fence inside stays)."""
+    lines = text.strip().splitlines()
+    if lines and _FENCE.match(lines[0]):
+        lines = lines[1:]
+    if lines and _FENCE.match(lines[-1]):
+        lines = lines[:-1]
+    return "\n".join(lines).strip("\n")
 
 
 def _lines(text: str) -> list[str]:
