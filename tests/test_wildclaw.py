@@ -359,7 +359,8 @@ def test_html_report_of_a_real_run_has_categories_tasks_and_the_paper(tmp_path):
         assert f'id="run-0-{task_id}"' in page and f"{r['overall_score']:.3f}" in page
     judged = results["01_Productivity_Flow_task_1_meeting_slots"]
     assert "summary_quality 1" in page  # a grader criterion
-    assert f"answered: {judged['judge_usage']['requests']} call(s)" in page
+    assert f"answered ({judged['judge_usage']['requests']} call(s)" in page
+    assert "score 1.0: The summary lists every meeting" in page  # the judge's verdict, from the gateway record
     assert 'src="wildclaw_per_category.png"' in page and (tmp_path / "out" / "wildclaw_per_category.png").is_file()
     assert "GPT-5.4" in page and "50.3" in page  # the published tables
     assert 'href="../runs/wildclaw-run-gold/tasks/03_Social_Interaction_task_3_release_blockers/audit"' in page
@@ -375,9 +376,13 @@ def test_task_controlled_text_is_escaped_and_an_error_is_not_a_score(tmp_path):
     r.update(outcome="error", overall_score=None, error="grade() failed: " + AGENT_TEXT, finish_reason=AGENT_TEXT,
              category=AGENT_TEXT, scores={AGENT_TEXT: 1.0, "note": AGENT_TEXT})
     path.write_text(json.dumps(r))
+    judge = run / "gateway" / "conversations" / "01_Productivity_Flow_task_1_meeting_slots.judge.json"
+    record = json.loads(judge.read_text())
+    record["reply"]["text"] = json.dumps({"score": 0.5, "reason": AGENT_TEXT})  # a model's words
+    judge.write_text(json.dumps(record))
     assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
     page = (tmp_path / "out" / "index.html").read_text()
-    assert "<script" not in page
+    assert "<script" not in page and "score 0.5: &lt;script&gt;" in page
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
     assert "<style>" in page and '"Segoe UI"' in page  # our own CSS stays as written
     row = page.split('id="run-0-02_Code_Intelligence_task_1_rolling_window"')[1].split("</tr>")[0]

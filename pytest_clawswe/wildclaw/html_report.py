@@ -9,6 +9,7 @@ through the autoescaping template.
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -43,13 +44,33 @@ def _criteria(scores: dict) -> str:
     return " · ".join(parts)
 
 
-def _judge(r: TaskResult) -> str:
+def judge_record(run: Path, task_id: str) -> Path:
+    """The gateway's record of the task's judge conversation (its longest request and the reply to it)."""
+    return run / "gateway" / "conversations" / f"{task_id}.judge.json"
+
+
+def _verdict(path: Path) -> str:
+    """What the judge answered, e.g. 'score 1.0: lists every meeting' ('' when not recorded)."""
+    try:
+        text = str(json.loads(path.read_text())["reply"]["text"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    try:
+        answer = json.loads(text)
+        return f"score {answer['score']}: {answer.get('reason', '')}"[:300]
+    except (ValueError, KeyError, TypeError):
+        return text[:300]
+
+
+def _judge(r: TaskResult, run: Path) -> str:
     u = r.judge_usage or {}
     calls = u.get("requests", 0)
     if not calls:
         return "not called"
-    verdict = "failed" if "judge failed" in r.error else "answered"
-    return f"{verdict}: {calls} call(s), {fmt_tokens(u.get('input_tokens', 0) + u.get('output_tokens', 0))} tokens"
+    status = "failed" if "judge failed" in r.error else "answered"
+    verdict = _verdict(judge_record(run, r.task_id))
+    tokens = fmt_tokens(u.get("input_tokens", 0) + u.get("output_tokens", 0))
+    return f"{status} ({calls} call(s), {tokens} tokens)" + (f": {verdict}" if verdict else "")
 
 
 def _label(run: Path, results: list[TaskResult]) -> str:
@@ -120,11 +141,12 @@ def tasks_html(index: int, run: Path, results: list[TaskResult], out: Path) -> M
             "mark": MARK.get(r.outcome, "?"), "error": r.error, "finish_reason": r.finish_reason,
             # an error has no score: shown as none, never as 0 (the mean counts it 0, as released)
             "score": "—" if r.overall_score is None else f"{r.overall_score:.3f}",
-            "criteria": _criteria(r.scores or {}), "judge": _judge(r),
+            "criteria": _criteria(r.scores or {}), "judge": _judge(r, run),
             "numbers": [f"{float(r.timings.get('agent', 0)):.1f}", f"{float(r.timings.get('grade', 0)):.1f}",
                         u.get("requests", 0), fmt_tokens(u.get("input_tokens", 0)),
                         fmt_tokens(u.get("output_tokens", 0)), fmt_usd(r.cost_usd), fmt_usd(r.judge_cost_usd)],
-            "links": [x for x in (html.link(folder / rel, label, out) for label, rel in TASK_FILES.items()) if x],
+            "links": [x for x in (*(html.link(folder / rel, label, out) for label, rel in TASK_FILES.items()),
+                                  html.link(judge_record(run, r.task_id), "judge", out)) if x],
         })
     scored = [r.overall_score or 0.0 for r in results]
     errors = sum(r.outcome == ERROR for r in results)
