@@ -55,10 +55,11 @@ def left_containers(docker_client, run_dir: Path) -> list:
 CHAT_TASK = "03_Social_Interaction_task_3_release_blockers"
 
 
-@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize("harness", ["claude-code"])  # the other three: the matrix below runs it too
 def test_the_chat_task_scores_one_for_gold_and_zero_for_noop(pytester, monkeypatch, tmp_path, docker_client, harness):
     """The demo task on the chat service alone (-k): gold posts the right summary after both owners answered
-    (every criterion 1.0), noop leaves the audit empty (every criterion 0.0); graded from the chat audit."""
+    (every criterion 1.0), noop leaves the audit empty (every criterion 0.0); graded from the chat audit.
+    With HARNESSES here it takes about 4 min for the four (openclaw the slowest)."""
     bundle(docker_client, harness)
     for model, expected, ret in (("scripted/gold", 1.0, 0), ("scripted/noop", 0.0, 1)):
         run_dir = tmp_path / model.split("/")[1]
