@@ -74,20 +74,18 @@ def unguard(run_id: str | None = None, only_orphans: bool = False, dry_run: bool
 # The same rules in that host's INPUT chain, set by a short-lived container of the relay image (it has Debian's
 # iptables) with the host's network and NET_ADMIN: the engine API is the only way this machine reaches that host.
 _REMOTE_UNGUARD = r"""
-set -f
-for line in $(iptables -w -S INPUT | grep -F -- "--comment $TAG " | tr ' ' '\001'); do
-  line=$(printf '%s' "$line" | tr '\001' ' ')
+ours() { iptables -w -S INPUT | grep -F -e "--comment $TAG " -e "--comment \"$TAG\" "; }  # nft quotes it
+ours | while IFS= read -r line; do
   bridge=$(printf '%s' "$line" | sed -n 's/.* -i \([^ ]*\) .*/\1/p')
   if [ -n "$ONLY_ORPHANS" ] && [ -n "$bridge" ] && [ -e "/sys/class/net/$bridge" ]; then continue; fi
   echo "removed $line"
-  iptables -w -D ${line#-A }
+  eval "iptables -w -D ${line#-A }"  # the line as iptables printed it, quotes and all
 done
 """
 _REMOTE_GUARD = _REMOTE_UNGUARD + r"""
 iptables -w -I INPUT 1 -i "$BRIDGE" -m comment --comment "$TAG" -p tcp --dport "$PORT" -j ACCEPT &&
 iptables -w -I INPUT 2 -i "$BRIDGE" -m comment --comment "$TAG" -j REJECT || {
-  ONLY_ORPHANS= ; for line in $(iptables -w -S INPUT | grep -F -- "--comment $TAG " | tr ' ' '\001'); do
-    line=$(printf '%s' "$line" | tr '\001' ' '); iptables -w -D ${line#-A }; done; exit 1; }
+  ours | while IFS= read -r line; do eval "iptables -w -D ${line#-A }"; done; exit 1; }
 """
 
 
