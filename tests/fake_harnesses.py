@@ -206,8 +206,7 @@ probe() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && echo reached
 RELAY_PROBE = CALL + r"""
 host=${GATEWAY#http://}; host=${host%%/*}
 echo "own=$(call "$GATEWAY" "$TOKEN")"
-echo "forged_headers=$(call "$GATEWAY" "$TOKEN" "X-Clawswe-Agent: 10.9.9.9
-X-Clawswe-Relay: forged")"
+echo "forged_headers=$(call "$GATEWAY" "$TOKEN" "X-Clawswe-Agent: 10.9.9.9"$'\r\n'"X-Clawswe-Relay: forged")"
 echo "host_service=$(probe ${host%:*} $HOST_PORT)"
 echo "outside=$(probe 1.1.1.1 53)"
 echo "mirror=$(probe deb.debian.org 80)"
