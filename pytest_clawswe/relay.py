@@ -48,7 +48,7 @@ def engine_address(url: str | None) -> str:
     """The engine host's IP address (tcp://HOST:PORT, ssh://[USER@]HOST[:PORT]; the name resolved here)."""
     host = urlsplit(effective_url(url)).hostname or ""
     try:
-        return socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+        return str(socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
     except (socket.gaierror, IndexError):
         raise InfraError(f"cannot resolve the Docker host {host!r} of {url}", retryable=False) from None
 
