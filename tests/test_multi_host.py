@@ -73,6 +73,17 @@ def test_an_unreachable_host_stops_the_run_before_anything_is_written(pytester, 
     assert not run_dir.exists()
 
 
+def test_wildclaw_with_a_model_on_another_machines_engine_is_one_sentence(pytester, tmp_path):
+    run_dir = tmp_path / "run"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--harness",
+                                           "claude-code", "--model", "scripted/gold", "--docker-host",
+                                           "tcp://127.0.0.1:9", "--run-dir", str(run_dir))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--benchmark wildclaw with a model-calling harness runs on this machine's engine*"])
+    assert not run_dir.exists()
+
+
 def test_a_host_that_does_not_answer_is_named(tmp_path):
     with pytest.raises(pytest.UsageError, match=r"engine at unix:///nonexistent/docker.sock cannot be used"):
         engines.check([engines.Host("unix:///nonexistent/docker.sock")], timeout=5)
@@ -183,11 +194,18 @@ def test_clawswe_clean_cleans_the_engine_it_is_given(second_engine, docker_clien
     run_id = f"h8-clean-{os.getpid()}"
     engine2.containers.create("debian:bookworm-slim", ["true"], labels={LABEL_RUN: run_id})
     engine2.networks.create(f"clawswe-{run_id}", internal=True, labels={LABEL_RUN: run_id})
+    # the firewall rules a killed run left on that engine's host (relay.py)
+    from pytest_clawswe import hostguard, relay
+
+    image = relay.ensure_image(docker_client, [engine2], progress=lambda m: None)
+    assert hostguard.remote_guard(engine2, image, f"clawswe-{run_id}", 20001, run_id) is None
+    assert len(_rules(run_id, E2_NS)) == 2
     done = subprocess.run([sys.executable, "-m", "pytest_clawswe.cli", "clean", "--run-id", run_id,
                            "--docker-host", second_engine.url, "--docker-tls-dir", second_engine.tls_dir],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "removed 2 leftover object(s)" in done.stdout
+    assert "removed 4 leftover object(s)" in done.stdout  # the container, the network and the two rules
+    assert _rules(run_id, E2_NS) == []
     label = {"label": f"{LABEL_RUN}={run_id}"}
     assert engine2.containers.list(all=True, filters=label) == [] and engine2.networks.list(filters=label) == []
 
