@@ -184,10 +184,11 @@ def bridge_address(client, network: str | None) -> str:
 
 
 def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[str, object]],
-                 listen_towards: dict[str, str], build_client, progress: Callable[[str], None]) -> list[str]:
+                 listen_towards: dict[str, str], build_client,
+                 progress: Callable[[str], None]) -> list[tuple[str, str]]:
     """A relay on each of `engines` ((name, client)), forwarding to the gateway's listener on
     `listen_towards[name]`, and (locked network) the engine host's firewall; writes relays.json for the
-    workers. Returns warnings (a host firewall that could not be set)."""
+    workers. Returns (engine, why) for each host firewall that could not be set."""
     from urllib.parse import urlsplit
 
     from .hostguard import remote_guard
@@ -195,7 +196,8 @@ def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[
 
     image = ensure_image(build_client, [c for _, c in engines], progress)
     admin = gateway.client()
-    urls, warnings = {}, []
+    urls: dict[str, str] = {}
+    warnings: list[tuple[str, str]] = []
     for name, client in engines:
         listen = bridge_address(client, network)
         upstream = urlsplit(gateway.relay_urls[listen_towards[name]]).netloc
@@ -203,7 +205,7 @@ def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[
         if network:
             why = remote_guard(client, image, network, port, run_id)
             if why:
-                warnings.append(f"{name}: {why}")
+                warnings.append((name, why))
         urls[name] = f"http://{listen}:{port}"
     import json
 

@@ -331,23 +331,23 @@ def _start_gateway(cfg: RunConfig, hosts: list, clients: list):
     from .workspace import create_locked_network
 
     local = [c for h, c in zip(hosts, clients) if not is_remote(h.url)]
-    remote = [(h.name, c) for h, c in zip(hosts, clients) if is_remote(h.url)]
+    remote = [(h, c) for h, c in zip(hosts, clients) if is_remote(h.url)]
     locked = cfg.network if cfg.network and cfg.network != "none" else None
     gateway = None
     try:
         if locked:
             for client in clients:
                 create_locked_network(client, locked, {LABEL_RUN: cfg.run_id})
-        towards = {name: relay.local_address_towards(relay.engine_address(url))
-                   for (name, _), url in zip(remote, [h.url for h in hosts if is_remote(h.url)])}
+        # the gateway listens for each engine's relay where this machine meets that engine's host
+        towards = {h.name: relay.local_address_towards(relay.engine_address(h.url)) for h, _ in remote}
         gateway = start(cfg.run_dir / "gateway", cfg.model, local[0] if local else None, cfg.network,
                         relay_hosts=sorted(set(towards.values())))
         if remote:
-            why_not = relay.start_relays(cfg.run_id, cfg.network, gateway, remote, towards,
-                                         local[0] if local else remote[0][1], _progress)
-            for why in why_not:
-                warnings.warn(f"clawswe: agents on the locked network of {why.split(': ')[0]} can still reach "
-                              f"services on that host (its firewall: {why.split(': ', 1)[1]})")
+            why_not = relay.start_relays(cfg.run_id, cfg.network, gateway, [(h.name, c) for h, c in remote],
+                                         towards, local[0] if local else remote[0][1], _progress)
+            for name, why in why_not:
+                warnings.warn(f"clawswe: agents on the locked network of {name} can still reach services on "
+                              f"that host (its firewall: {why})")
     except (ValueError, InfraError, OSError) as exc:
         if gateway is not None:
             gateway.stop()
