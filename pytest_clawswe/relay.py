@@ -152,6 +152,17 @@ def start(client, image: str, run_id: str, listen: str, upstream: str, secret: s
     raise InfraError(f"the model relay found no free port on {client.api.base_url}", retryable=False)
 
 
+def _check_reaches(client, run_id: str, upstream: str, engine: str) -> None:
+    """The relay's host must reach the gateway's relay listener: found now, not at the first model call."""
+    host, _, port = upstream.rpartition(":")
+    relay = client.containers.get(f"clawswe-relay-{run_id}")
+    done = relay.exec_run(["timeout", "10", "bash", "-c", f"exec 3<>/dev/tcp/{host}/{port}"])
+    if done.exit_code != 0:
+        raise InfraError(f"the host of {engine} cannot open a connection to this machine at {upstream} (the model "
+                         "gateway's relay listener); let it through this machine's firewall, or give a "
+                         "--docker-host this machine is reachable from", retryable=False)
+
+
 def _listening(container, settle_s: float = 1.5) -> bool:
     """nginx binds before it serves and exits at once when it cannot: still running after a moment is up."""
     deadline = time.monotonic() + settle_s
@@ -202,6 +213,7 @@ def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[
         listen = bridge_address(client, network)
         upstream = urlsplit(gateway.relay_urls[listen_towards[name]]).netloc
         port = start(client, image, run_id, listen, upstream, admin.add_relay(name))
+        _check_reaches(client, run_id, upstream, name)
         if network:
             why = remote_guard(client, image, network, port, run_id)
             if why:

@@ -341,3 +341,21 @@ def test_claude_code_scripted_gold_resolves_on_both_engines(second_engine, docke
     for client in (docker_client, second_engine.client()):
         assert run_objects(client, run_dir) == []
     assert _rules(run_id) == [] and _rules(run_id, E2_NS) == []
+
+
+@pytest.mark.docker
+def test_a_relay_whose_host_cannot_reach_the_gateway_is_found_before_any_item(second_engine, docker_client):
+    from pytest_clawswe import relay
+    from pytest_clawswe.clean import clean
+    from pytest_clawswe.errors import InfraError
+
+    engine2 = second_engine.client()
+    image = relay.ensure_image(docker_client, [engine2], progress=lambda m: None)
+    run_id = f"h1-unreachable-{os.getpid()}"
+    try:
+        relay.start(engine2, image, run_id, "10.250.9.1", f"{second_engine.host_side_addr}:9", "secret")
+        with pytest.raises(InfraError, match=r"cannot open a connection to this machine at 10\.250\.8\.1:9"):
+            relay._check_reaches(engine2, run_id, f"{second_engine.host_side_addr}:9", second_engine.url)
+    finally:
+        clean(engine2, run_id, include_live=True, progress=lambda m: None, remote=True)
+    assert engine2.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
