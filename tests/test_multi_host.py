@@ -359,3 +359,24 @@ def test_a_relay_whose_host_cannot_reach_the_gateway_is_found_before_any_item(se
     finally:
         clean(engine2, run_id, include_live=True, progress=lambda m: None, remote=True)
     assert engine2.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+
+
+@pytest.mark.docker
+def test_network_open_on_another_engine_goes_through_its_relay_too(second_engine, docker_client, demo_instances,
+                                                                   demo_images, tmp_path):
+    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go")]
+    run_dir = tmp_path / "run"
+    proc = bench(run_dir, ids, "-n", "2", *two_hosts(second_engine), "--model", "scripted/gold", "--network", "open",
+                 harness=f"{FAKES}:RelayProbeHarness")
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == 0, out
+    got = results(run_dir)
+    assert {v["docker_host"] for v in got.values()} == {LOCAL, second_engine.url}, out
+    relays = json.loads((run_dir / "gateway" / "relays.json").read_text())
+    assert list(relays) == [second_engine.url] and relays[second_engine.url].startswith("http://10.250.9.1:")
+    for instance_id, meta in got.items():
+        probe = (run_dir / "instances" / instance_id / "probe.txt").read_text()
+        assert "own=200" in probe and "sibling=401" in probe, probe  # bound to its container on either engine
+        assert meta["outcome"] == "resolved" and meta["usage"]["requests"] == 2, meta
+    for client in (docker_client, second_engine.client()):
+        assert run_objects(client, run_dir) == []
