@@ -11,6 +11,7 @@ from .engine import docker_client
 from .errors import InfraError, UserError
 from .hostguard import unguard
 from .labels import LABEL_OWNER, LABEL_RUN, owner_alive, owner_label
+from .relay import is_remote
 
 
 def object_labels(kind: str, obj) -> dict[str, str]:
@@ -34,7 +35,9 @@ def spared(labels: dict[str, str], include_live: bool = False, spare_live_others
 
 
 def clean(client, run_id: str | None = None, dry_run: bool = False, include_live: bool = False,
-          progress=print, spare_live_others: bool = False) -> int:
+          progress=print, spare_live_others: bool = False, remote: bool = False) -> int:
+    """Remove a run's (None: every run's) leftovers from the engine `client`; `remote`: that engine's host
+    is another machine, whose firewall rules of the run go too (relay.py)."""
     found = leftovers(client, run_id)
     removed = 0
     for kind in ("containers", "volumes", "networks"):  # containers first: they hold the others
@@ -53,7 +56,12 @@ def clean(client, run_id: str | None = None, dry_run: bool = False, include_live
                     continue
             removed += 1
     # the host firewall rules of runs whose network is gone now (see hostguard)
-    return removed + unguard(run_id, only_orphans=True, dry_run=dry_run, progress=progress)
+    removed += unguard(run_id, only_orphans=True, dry_run=dry_run, progress=progress)
+    if remote and not dry_run:
+        from .relay import unguard_engine
+
+        removed += unguard_engine(client, run_id, only_orphans=True, progress=progress)
+    return removed
 
 
 def remaining(client, run_id: str, include_live: bool = False, spare_live_others: bool = False) -> int:
@@ -74,7 +82,7 @@ def sweep_run(run_id: str, include_live: bool = True, wait_s: float = 0, spare_l
         try:
             client = host.client(timeout=30) if host is not None else docker_client(timeout=30)
             clean(client, run_id, include_live=include_live, progress=lambda m: None,
-                  spare_live_others=spare_live_others)
+                  spare_live_others=spare_live_others, remote=is_remote(host.url if host is not None else None))
             left = remaining(client, run_id, include_live, spare_live_others) if include_live else 0
             if not left:
                 return
@@ -117,7 +125,7 @@ def _cli(args) -> int:
             client = Host(url, args.docker_tls_dir).client() if url else docker_client()
         except InfraError as exc:
             raise UserError(str(exc)) from None
-        n += clean(client, args.run_id, args.dry_run, include_live=args.all)
+        n += clean(client, args.run_id, args.dry_run, include_live=args.all, remote=is_remote(url))
         if args.bundles:
             n += clean_bundle_caches(client, args.dry_run)
     print(f"{'found' if args.dry_run else 'removed'} {n} leftover object(s)")

@@ -160,6 +160,10 @@ class Harness:
         template = (PROMPTS_DIR / self.prompt_template).read_text()
         return render_prompt(template, row)
 
+    def images(self) -> list[str]:
+        """Images setup() needs on its engine; a run over several engines loads them from the first one."""
+        return []
+
     def setup(self, client, run_id: str) -> None:
         """Once per process, before the first item: the place to create shared Docker objects."""
 

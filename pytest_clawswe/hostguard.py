@@ -68,3 +68,54 @@ def unguard(run_id: str | None = None, only_orphans: bool = False, dry_run: bool
         if dry_run or _iptables("-D", *args[1:]).returncode == 0:  # args[0] is "-A"
             removed += 1
     return removed
+
+
+# -- another engine's host (relay.py) ----------------------------------------------------------------------
+# The same rules in that host's INPUT chain, set by a short-lived container of the relay image (it has Debian's
+# iptables) with the host's network and NET_ADMIN: the engine API is the only way this machine reaches that host.
+_REMOTE_UNGUARD = r"""
+ours() { iptables -w -S INPUT | grep -F -e "--comment $TAG " -e "--comment \"$TAG\" "; }  # nft quotes it
+ours | while IFS= read -r line; do
+  bridge=$(printf '%s' "$line" | sed -n 's/.* -i \([^ ]*\) .*/\1/p')
+  if [ -n "$ONLY_ORPHANS" ] && [ -n "$bridge" ] && [ -e "/sys/class/net/$bridge" ]; then continue; fi
+  echo "removed $line"
+  eval "iptables -w -D ${line#-A }"  # the line as iptables printed it, quotes and all
+done
+"""
+_REMOTE_GUARD = _REMOTE_UNGUARD + r"""
+iptables -w -I INPUT 1 -i "$BRIDGE" -m comment --comment "$TAG" -p tcp --dport "$PORT" -j ACCEPT &&
+iptables -w -I INPUT 2 -i "$BRIDGE" -m comment --comment "$TAG" -j REJECT || {
+  ours | while IFS= read -r line; do eval "iptables -w -D ${line#-A }"; done; exit 1; }
+"""
+
+
+def _remote(client, image: str, script: str, env: dict[str, str]) -> tuple[int, str]:
+    from .labels import LABEL_RUN, owner_label
+
+    container = client.containers.create(image, ["sh", "-c", script], network_mode="host", cap_add=["NET_ADMIN"],
+                                         environment=env, labels={LABEL_RUN: env["RUN_ID"], **owner_label()})
+    try:
+        container.start()
+        code = container.wait(timeout=120).get("StatusCode", 1)
+        return code, container.logs().decode(errors="replace")
+    finally:
+        container.remove(force=True)
+
+
+def remote_guard(client, image: str, network: str, port: int, run_id: str) -> str | None:
+    """guard() on the host of the engine `client`, with `image` (relay.py). None when in place, else why not."""
+    env = {"TAG": COMMENT + run_id, "RUN_ID": run_id, "BRIDGE": bridge_of(client, network), "PORT": str(port),
+           "ONLY_ORPHANS": ""}
+    code, out = _remote(client, image, _REMOTE_GUARD, env)
+    return None if code == 0 else (out.strip().splitlines() or [f"exit {code}"])[-1]
+
+
+def remote_unguard(client, image: str, run_id: str, only_orphans: bool = False, progress=None) -> int:
+    """unguard() on the host of the engine `client`: how many rules it removed."""
+    code, out = _remote(client, image, _REMOTE_UNGUARD,
+                        {"TAG": COMMENT + run_id, "RUN_ID": run_id, "ONLY_ORPHANS": "1" if only_orphans else ""})
+    removed = [line[len("removed "):] for line in out.splitlines() if line.startswith("removed ")]
+    for rule in removed:
+        if progress:
+            progress(f"removing firewall rule {rule} on {client.api.base_url}")
+    return len(removed)

@@ -186,6 +186,12 @@ class Runner:
         timings["prepare_image"] = round(time.monotonic() - t, 3)
 
         if not self._harness_ready:
+            if self.image_source is not None:  # the harness's bundle, built on the first engine only
+                from .engines import copy_image, same_image
+
+                for tag in self.harness.images():
+                    if not same_image(self.image_source, self.client, tag):
+                        copy_image(self.image_source, self.client, tag, progress=self.progress)
             self.harness.setup(self.client, cfg.run_id)
             self._harness_ready = True
         labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}

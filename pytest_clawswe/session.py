@@ -25,6 +25,7 @@ from .benchmark import Benchmark
 from .clean import sweep_run
 from .errors import InfraError
 from .labels import LABEL_RUN
+from .relay import is_remote
 from .results import ERROR, METADATA, InstanceResult, instance_dir, load_run_info, write_atomic
 from .runner import RunConfig
 
@@ -72,10 +73,11 @@ class RunSession:
 
         self.needs_model = get_harness_class(cfg.harness_spec).needs_model
         self.hosts = engines.hosts(config)  # the run's Docker engines (engines.py)
-        if len(self.hosts) > 1 and self.needs_model and cfg.network not in (None, "none"):
-            raise pytest.UsageError("several --docker-host with a harness that calls a model: the gateway cannot yet "
-                                    "be reached from every engine's locked network; run it on one engine, or with "
-                                    "--network open where every engine routes to this machine")
+        # another machine's engine reaches the gateway through a relay there (relay.py); WildClawBench's runner
+        # does not hand its agents the relay yet
+        if self.needs_model and benchmark.name == "wildclaw" and any(is_remote(h.url) for h in self.hosts):
+            raise pytest.UsageError("--benchmark wildclaw with a model-calling harness runs on this machine's "
+                                    "engine only; drop the tcp:// and ssh:// --docker-host")
         config.stash[RUN_KEY] = cfg
         # --collect-only lists items and runs nothing: it leaves no run directory behind
         self.writes = not self.is_worker and not config.option.collectonly
@@ -87,7 +89,7 @@ class RunSession:
     def start(self) -> None:
         """Write the run's folder and start what it shares; nothing is left behind when this fails."""
         # no engine, no permission, one --docker-host down: one sentence before anything is written
-        client = engines.check(self.hosts)[0]
+        clients = engines.check(self.hosts)
         workers = getattr(self.config.option, "numprocesses", None)
         if len(self.hosts) > 1 and isinstance(workers or 0, int) and (workers or 0) < len(self.hosts):
             self.config.issue_config_time_warning(UserWarning(
@@ -97,7 +99,7 @@ class RunSession:
         self._sweep(include_live=False)  # an earlier, killed attempt of this run
         if self.needs_model:
             try:
-                self.gateway_process = _start_gateway(self.cfg, client)
+                self.gateway_process = _start_gateway(self.cfg, self.hosts, clients)
             except BaseException:
                 self._sweep(include_live=True)  # its network: nothing outlives a failed start
                 raise
@@ -322,23 +324,40 @@ def _collect(session: pytest.Session, collector: pytest.Collector) -> bool:
     return True
 
 
-def _start_gateway(cfg: RunConfig, client):
+def _start_gateway(cfg: RunConfig, hosts: list, clients: list):
+    """The run's gateway, its locked network on every engine, and a relay on each other machine's engine."""
+    from . import relay
     from .gateway.run import start
     from .workspace import create_locked_network
 
+    local = [c for h, c in zip(hosts, clients) if not is_remote(h.url)]
+    remote = [(h, c) for h, c in zip(hosts, clients) if is_remote(h.url)]
+    locked = cfg.network if cfg.network and cfg.network != "none" else None
+    gateway = None
     try:
-        locked = cfg.network and cfg.network != "none"
         if locked:
-            create_locked_network(client, cfg.network, {LABEL_RUN: cfg.run_id})
-        gateway = start(cfg.run_dir / "gateway", cfg.model, client, cfg.network)
-    except (ValueError, InfraError) as exc:
+            for client in clients:
+                create_locked_network(client, locked, {LABEL_RUN: cfg.run_id})
+        # the gateway listens for each engine's relay where this machine meets that engine's host
+        towards = {h.name: relay.local_address_towards(relay.engine_address(h.url)) for h, _ in remote}
+        gateway = start(cfg.run_dir / "gateway", cfg.model, local[0] if local else None, cfg.network,
+                        relay_hosts=sorted(set(towards.values())))
+        if remote:
+            why_not = relay.start_relays(cfg.run_id, cfg.network, gateway, [(h.name, c) for h, c in remote],
+                                         towards, local[0] if local else remote[0][1], _progress)
+            for name, why in why_not:
+                warnings.warn(f"clawswe: agents on the locked network of {name} can still reach services on "
+                              f"that host (its firewall: {why})")
+    except (ValueError, InfraError, OSError) as exc:
+        if gateway is not None:
+            gateway.stop()
         raise pytest.UsageError(str(exc)) from None
-    if locked:
+    if locked and local:
         from urllib.parse import urlsplit
 
         from .hostguard import guard
 
-        why = guard(client, cfg.network, urlsplit(gateway.url).port, cfg.run_id)
+        why = guard(local[0], locked, urlsplit(gateway.url).port, cfg.run_id)
         if why:
             warnings.warn(f"clawswe: agents on the locked network can still reach services listening on this "
                           f"host's every address (host firewall: {why}); run as root with iptables to close it")

@@ -86,8 +86,12 @@ class ClawSweBench(Benchmark):
         if harness_cls.needs_model:
             from .gateway.run import RunGateway
 
+            from .relay import is_remote
+
+            # another machine's engine: its agents reach the gateway through its relay (relay.py)
             runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,
-                                        shaping=cfg.gateway_shaping)
+                                        shaping=cfg.gateway_shaping,
+                                        engine=hosts[index].name if is_remote(hosts[index].url) else "")
         return runner
 
 

@@ -189,3 +189,48 @@ class DiskFillerHarness(Harness):
         result = ctx.workspace.exec(fill, timeout=ctx.budget_s)
         return AgentRun("timeout" if result.timed_out else "error", result.output, result.exit_code,
                         message="the filler stopped")
+
+
+CALL = r"""
+call() {  # URL TOKEN [HEADER]: the HTTP status of one chat request, or "unreachable"
+  local hp=${1#http://}; hp=${hp%%/*}
+  local body='{"model":"m","messages":[{"role":"user","content":"hello"}]}'
+  exec 3<>"/dev/tcp/${hp%:*}/${hp#*:}" 2>/dev/null || { echo unreachable; return; }
+  printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n%s\r\n%s' \
+    "$hp" "$2" "${#body}" "${3:+$3$'\r\n'}" "$body" >&3
+  local status; read -r _ status _ <&3; exec 3<&-; echo "$status"
+}
+probe() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && echo reached || echo blocked; }
+"""
+
+RELAY_PROBE = CALL + r"""
+host=${GATEWAY#http://}; host=${host%%/*}
+echo "own=$(call "$GATEWAY" "$TOKEN")"
+echo "forged_headers=$(call "$GATEWAY" "$TOKEN" "X-Clawswe-Agent: 10.9.9.9"$'\r\n'"X-Clawswe-Relay: forged")"
+echo "host_service=$(probe ${host%:*} $HOST_PORT)"
+echo "outside=$(probe 1.1.1.1 53)"
+echo "mirror=$(probe deb.debian.org 80)"
+"""
+
+
+class RelayProbeHarness(Harness):
+    """Calls the model gateway from its container and from a sibling container with the same token, probes the
+    host and the outside, then applies the gold patch; writes what it saw to probe.txt."""
+
+    Options = FakeOptions
+
+    name = "relay-probe"
+
+    def send_task(self, ctx, prompt):
+        ws = ctx.workspace
+        env = {"GATEWAY": ctx.gateway_url, "TOKEN": ctx.gateway_token, "HOST_PORT": self.options.get("host_port", "22")}
+        out = ws.exec(["timeout", "90", "bash", "-c", RELAY_PROBE], env=env, timeout=120).stdout
+        ws.container.reload()
+        network = next(iter(ws.container.attrs["NetworkSettings"]["Networks"]))
+        sibling = ws.client.containers.run(ws.image, ["timeout", "30", "bash", "-c", CALL + 'call "$GATEWAY" "$TOKEN"'],
+                                           entrypoint=[], network=network, environment=env, remove=True,
+                                           labels=ws.container.labels)
+        out += f"sibling={sibling.decode().strip()}\n"
+        (ctx.artifacts_dir / "probe.txt").write_text(out)
+        apply_gold(ctx)
+        return AgentRun("stop", out, 0)

@@ -73,6 +73,17 @@ def test_an_unreachable_host_stops_the_run_before_anything_is_written(pytester, 
     assert not run_dir.exists()
 
 
+def test_wildclaw_with_a_model_on_another_machines_engine_is_one_sentence(pytester, tmp_path):
+    run_dir = tmp_path / "run"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--harness",
+                                           "claude-code", "--model", "scripted/gold", "--docker-host",
+                                           "tcp://127.0.0.1:9", "--run-dir", str(run_dir))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--benchmark wildclaw with a model-calling harness runs on this machine's engine*"])
+    assert not run_dir.exists()
+
+
 def test_a_host_that_does_not_answer_is_named(tmp_path):
     with pytest.raises(pytest.UsageError, match=r"engine at unix:///nonexistent/docker.sock cannot be used"):
         engines.check([engines.Host("unix:///nonexistent/docker.sock")], timeout=5)
@@ -183,10 +194,192 @@ def test_clawswe_clean_cleans_the_engine_it_is_given(second_engine, docker_clien
     run_id = f"h8-clean-{os.getpid()}"
     engine2.containers.create("debian:bookworm-slim", ["true"], labels={LABEL_RUN: run_id})
     engine2.networks.create(f"clawswe-{run_id}", internal=True, labels={LABEL_RUN: run_id})
+    # the firewall rules a killed run left on that engine's host (relay.py)
+    from pytest_clawswe import hostguard, relay
+
+    image = relay.ensure_image(docker_client, [engine2], progress=lambda m: None)
+    assert hostguard.remote_guard(engine2, image, f"clawswe-{run_id}", 20001, run_id) is None
+    assert len(_rules(run_id, E2_NS)) == 2
     done = subprocess.run([sys.executable, "-m", "pytest_clawswe.cli", "clean", "--run-id", run_id,
                            "--docker-host", second_engine.url, "--docker-tls-dir", second_engine.tls_dir],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "removed 2 leftover object(s)" in done.stdout
+    assert "removed 4 leftover object(s)" in done.stdout  # the container, the network and the two rules
+    assert _rules(run_id, E2_NS) == []
     label = {"label": f"{LABEL_RUN}={run_id}"}
     assert engine2.containers.list(all=True, filters=label) == [] and engine2.networks.list(filters=label) == []
+
+
+# -- a model-calling harness on another machine's engine: the relay (pytest_clawswe/relay.py) -------------
+E2_NS = "clawswe-e2"  # scripts/second-engine.sh's network namespace: the second engine's host
+SCRIPTED = {"mode": "gold", "gold_patch": "--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+x\n", "workdir": "/testbed"}
+
+
+def _post(url, token="", headers=None, path="/v1/chat/completions"):
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]}).encode()
+    request = urllib.request.Request(url + path, body, {"Content-Type": "application/json", **(headers or {})})
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_relay_listener_believes_an_agent_address_only_with_its_engines_secret(tmp_path):
+    from pytest_clawswe.gateway.client import GatewayProcess
+
+    e2, e3 = "tcp://e2:2376", "tcp://e3:2376"
+    with GatewayProcess.start(tmp_path / "gw", relay_hosts=["127.0.0.1"]) as gateway:
+        admin, relay_url = gateway.client(), gateway.relay_urls["127.0.0.1"]
+        secret, secret3 = admin.add_relay(e2), admin.add_relay(e3)
+        token = admin.register("remote", "scripted/gold", scripted=SCRIPTED, address="10.250.16.2", relay=e2)
+        local = admin.register("local", "scripted/gold", scripted=SCRIPTED, address="127.0.0.1")
+
+        def via(url, tok, agent, key):
+            return _post(url, tok, {"X-Clawswe-Agent": agent, **({"X-Clawswe-Relay": key} if key else {})})
+
+        assert via(relay_url, token, "10.250.16.2", secret) == 200  # its container, through its engine's relay
+        assert via(relay_url, token, "10.250.16.3", secret) == 401  # another container on that engine
+        assert via(relay_url, token, "10.250.16.2", secret3) == 401  # the same address on another engine
+        assert via(relay_url, token, "10.250.16.2", "forged") == 401  # a guessed secret
+        assert via(relay_url, token, "10.250.16.2", "") == 401  # the address header alone
+        assert via(relay_url, local, "127.0.0.1", secret) == 401  # a relay never speaks for this machine's agents
+        assert via(gateway.url, token, "10.250.16.2", secret) == 401  # the relay headers count on its listener only
+        assert via(gateway.url, local, "10.9.9.9", "forged") == 200  # ...and are ignored on the run's own
+        admin_call = _post(relay_url, headers={"Authorization": f"Bearer {gateway.admin_token}"},
+                           path="/_admin/usage")
+        assert admin_call == 401  # the admin API is not on the relay listener
+        assert admin.usage(token).requests == 1 and admin.usage(local).requests == 1
+    assert secret not in (tmp_path / "gw" / "gateway.log").read_text()
+
+
+def _rules(run_id, netns=None):
+    cmd = (["ip", "netns", "exec", netns] if netns else []) + ["iptables", "-w", "-S", "INPUT"]
+    return [line for line in subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()
+            if f"clawswe:{run_id}" in line]
+
+
+def _probe(client, network, address, port):
+    out = client.containers.run("debian:bookworm-slim", ["bash", "-c", f"timeout 5 bash -c 'exec 3<>/dev/tcp/"
+                                f"{address}/{port}' 2>/dev/null && echo reached || echo blocked"],
+                                network=network, remove=True)
+    return out.decode().strip()
+
+
+@pytest.fixture
+def e2_host_service(second_engine, docker_client):
+    """A service on the second engine's host listening on every address (as an SSH daemon or a database would)."""
+    from pytest_clawswe import relay
+
+    engine2 = second_engine.client()
+    image = relay.ensure_image(docker_client, [engine2], progress=lambda m: None)
+    if not engine2.images.list(name="debian:bookworm-slim"):
+        engines.copy_image(docker_client, engine2, "debian:bookworm-slim", progress=lambda m: None)
+    port = 28999
+    conf = f"events {{}} pid /tmp/n.pid; http {{ access_log off; server {{ listen {port}; return 200 ok; }} }}"
+    service = engine2.containers.run(image, ["sh", "-c", f"echo '{conf}' > /tmp/n.conf && nginx -c /tmp/n.conf "
+                                     "-g 'daemon off;'"], network_mode="host", detach=True,
+                                     labels={LABEL_RUN: f"h1-service-{os.getpid()}"})
+    try:
+        time.sleep(1)
+        # the control: from the engine's default bridge, the service answers on the host's bridge address
+        assert _probe(engine2, "bridge", "10.250.9.1", port) == "reached"
+        yield port
+    finally:
+        service.remove(force=True)
+
+
+@pytest.mark.docker
+def test_a_model_calling_harness_runs_over_two_engines_on_the_locked_network(second_engine, docker_client,
+                                                                            e2_host_service, demo_instances,
+                                                                            demo_images, tmp_path):
+    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go")]
+    run_dir = tmp_path / "run"
+    proc = bench(run_dir, ids, "-n", "2", *two_hosts(second_engine), "--model", "scripted/gold",
+                 "--harness-option", f"host_port={e2_host_service}", harness=f"{FAKES}:RelayProbeHarness")
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == 0, out
+    got = results(run_dir)
+    assert {k: v["outcome"] for k, v in got.items()} == {i: "resolved" for i in ids}, out
+    assert {v["docker_host"] for v in got.values()} == {LOCAL, second_engine.url}  # both engines ran items
+    for instance_id, meta in got.items():
+        probe = dict(line.split("=", 1) for line in (run_dir / "instances" / instance_id / "probe.txt")
+                     .read_text().splitlines() if "=" in line)
+        assert probe["own"] == "200" and probe["forged_headers"] == "200", probe  # the relay sets its own headers
+        assert probe["sibling"] == "401", probe  # its token, used from another container on its network
+        assert probe["outside"] == probe["mirror"] == "blocked", probe
+        assert meta["usage"]["requests"] == 2, meta  # counted, wherever the agent ran; the refused call is not
+        if meta["docker_host"] == second_engine.url:
+            assert probe["host_service"] == "blocked", probe  # the remote host: only the relay's port
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    assert "X-Clawswe-Relay" not in out
+    for client in (docker_client, second_engine.client()):
+        assert run_objects(client, run_dir) == []
+    assert _rules(run_id) == [] and _rules(run_id, E2_NS) == []
+
+
+@pytest.mark.docker
+@pytest.mark.harness
+def test_claude_code_scripted_gold_resolves_on_both_engines(second_engine, docker_client, demo_instances,
+                                                           demo_images, tmp_path):
+    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go")]
+    run_dir = tmp_path / "run"
+    proc = bench(run_dir, ids, "-n", "2", *two_hosts(second_engine), "--model", "scripted/gold",
+                 harness="claude-code")
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == 0, out
+    got = results(run_dir)
+    assert {k: v["outcome"] for k, v in got.items()} == {i: "resolved" for i in ids}, out
+    assert {v["docker_host"] for v in got.values()} == {LOCAL, second_engine.url}
+    assert all(v["usage"]["requests"] >= 2 and v["usage"]["output_tokens"] > 0 for v in got.values()), got
+    remote = next(k for k, v in got.items() if v["docker_host"] == second_engine.url)
+    records = [json.loads(line) for line in (run_dir / "gateway" / "usage" / f"{remote}.jsonl").read_text().splitlines()]
+    assert records and all(r["stream"] and r["status"] == 200 for r in records)  # streamed through the relay
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    for client in (docker_client, second_engine.client()):
+        assert run_objects(client, run_dir) == []
+    assert _rules(run_id) == [] and _rules(run_id, E2_NS) == []
+
+
+@pytest.mark.docker
+def test_a_relay_whose_host_cannot_reach_the_gateway_is_found_before_any_item(second_engine, docker_client):
+    from pytest_clawswe import relay
+    from pytest_clawswe.clean import clean
+    from pytest_clawswe.errors import InfraError
+
+    engine2 = second_engine.client()
+    image = relay.ensure_image(docker_client, [engine2], progress=lambda m: None)
+    run_id = f"h1-unreachable-{os.getpid()}"
+    try:
+        relay.start(engine2, image, run_id, "10.250.9.1", f"{second_engine.host_side_addr}:9", "secret")
+        with pytest.raises(InfraError, match=r"cannot open a connection to this machine at 10\.250\.8\.1:9"):
+            relay._check_reaches(engine2, run_id, f"{second_engine.host_side_addr}:9", second_engine.url)
+    finally:
+        clean(engine2, run_id, include_live=True, progress=lambda m: None, remote=True)
+    assert engine2.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+
+
+@pytest.mark.docker
+def test_network_open_on_another_engine_goes_through_its_relay_too(second_engine, docker_client, demo_instances,
+                                                                   demo_images, tmp_path):
+    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go")]
+    run_dir = tmp_path / "run"
+    proc = bench(run_dir, ids, "-n", "2", *two_hosts(second_engine), "--model", "scripted/gold", "--network", "open",
+                 harness=f"{FAKES}:RelayProbeHarness")
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == 0, out
+    got = results(run_dir)
+    assert {v["docker_host"] for v in got.values()} == {LOCAL, second_engine.url}, out
+    relays = json.loads((run_dir / "gateway" / "relays.json").read_text())
+    assert list(relays) == [second_engine.url] and relays[second_engine.url].startswith("http://10.250.9.1:")
+    for instance_id, meta in got.items():
+        probe = (run_dir / "instances" / instance_id / "probe.txt").read_text()
+        assert "own=200" in probe and "sibling=401" in probe, probe  # bound to its container on either engine
+        assert meta["outcome"] == "resolved" and meta["usage"]["requests"] == 2, meta
+    for client in (docker_client, second_engine.client()):
+        assert run_objects(client, run_dir) == []

@@ -20,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--upstream", action="append", default=[], metavar="NAME=BASE_URL,KEY_ENV[,x-api-key]",
                      help="an extra provider for models named NAME/<model>")
     run.add_argument("--upstreams-json", default="", help="extra providers as JSON (what GatewayProcess passes)")
+    run.add_argument("--relay-host", action="append", default=[], metavar="ADDR",
+                     help="also listen here, for other engines' relays only (pytest_clawswe/relay.py)")
     run.add_argument("--parent-pid", type=int, default=None, help="stop when this process is no longer the parent")
     args = parser.parse_args(argv)
     try:
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(serve(args.state_dir, args.host, args.port, upstreams, args.parent_pid))
+    asyncio.run(serve(args.state_dir, args.host, args.port, upstreams, args.parent_pid, args.relay_host))
     return 0
 
 

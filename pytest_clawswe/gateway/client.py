@@ -78,15 +78,20 @@ class GatewayClient:
         return bool(self._call("/_admin/health").get("ok"))
 
     def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
-                 harness: str = "", shaping: str | list[str] | None = None) -> str:
+                 harness: str = "", shaping: str | list[str] | None = None, relay: str = "") -> str:
         """A token for one run of one instance. `scripted` (for scripted/* models):
         {"mode": "gold"|"noop", "gold_patch": str, "workdir": "/testbed", "finish_command": str|None}.
         `address`: the token works from this client address only (the container's, on the run network).
         `harness`, `shaping`: which model-side shaping applies (gateway/shaping.py; None: the defaults).
+        `relay`: the engine whose relay the token is used through (relay.py; "": directly).
         Raises ValueError for a model the gateway can't serve (e.g. its key is not set)."""
         body = {"instance_id": instance_id, "model": model, "scripted": scripted, "address": address,
-                "harness": harness, "shaping": shaping}
+                "harness": harness, "shaping": shaping, "relay": relay}
         return self._call("/_admin/register", body)["token"]
+
+    def add_relay(self, engine: str) -> str:
+        """A new relay secret for an engine's relay (relay.py): requests carrying it speak for that engine."""
+        return self._call("/_admin/relay", {"engine": engine})["secret"]
 
     def usage(self, token: str) -> Usage:
         return Usage(**self._call("/_admin/usage", {"token": token})["usage"])
@@ -108,10 +113,11 @@ class GatewayProcess:
         self.url: str = info["url"]
         self.admin_token: str = info["admin_token"]
         self.pid: int = info["pid"]
+        self.relay_urls: dict[str, str] = info.get("relay_urls") or {}  # listen address -> URL, for relays
 
     @classmethod
     def start(cls, state_dir: str | Path, upstreams: list[Upstream] | tuple = (), host: str = "127.0.0.1",
-              port: int = 0, timeout: float = 30.0) -> "GatewayProcess":
+              port: int = 0, timeout: float = 30.0, relay_hosts: list[str] | tuple = ()) -> "GatewayProcess":
         state_dir = Path(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
         (state_dir / STATE_FILE).unlink(missing_ok=True)  # a stale one from a crashed run
@@ -119,6 +125,8 @@ class GatewayProcess:
                "--host", host, "--port", str(port), "--parent-pid", str(os.getpid())]
         if upstreams:
             cmd += ["--upstreams-json", upstreams_to_json(upstreams)]
+        for relay_host in relay_hosts:  # a listener for other engines' relays (relay.py)
+            cmd += ["--relay-host", relay_host]
         with open(state_dir / LOG_FILE, "ab") as log:
             # its own session: a Ctrl-C of the run must not kill it before the run has read the usage
             process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

@@ -30,6 +30,7 @@ class Registration:
     upstream: Upstream | None = None
     upstream_model: str = ""
     address: str = ""  # the only client address the token works from ("" = any: a host-side caller)
+    relay: str = ""  # the engine whose relay the token works through ("": this machine's engines, directly)
     shaping: Shaping = field(default_factory=Shaping)
     active: bool = True
     usage: Usage = field(default_factory=Usage)  # the records themselves are on disk only
@@ -60,13 +61,15 @@ class Registry:
         self._lock = threading.Lock()
 
     def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
-                 harness: str = "", shaping: str | list[str] | None = None) -> Registration:
+                 harness: str = "", shaping: str | list[str] | None = None, relay: str = "") -> Registration:
         """A new token for one run of one instance, usable only from `address` when one is given
-        (the container's address on the run network). Raises ValueError for what it can't serve."""
+        (the container's address on the run network), and only through `relay` (an engine's relay, relay.py)
+        when one is given, else only directly. Raises ValueError for what it can't serve."""
         if not instance_id:
             raise ValueError("register needs an instance_id")
         check_upstream(model, self.upstreams)
-        reg = Registration(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, 0, address=_address(address))
+        reg = Registration(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, 0, address=_address(address),
+                           relay=relay)
         if is_scripted(model):
             config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
             reg.scripted = scripted_for(config)
@@ -88,11 +91,12 @@ class Registry:
             return None
         return self._by_key.get(_key(token))
 
-    def authenticate(self, token: str | None, remote: str | None = None) -> Registration | None:
-        """The active registration of a token used from `remote`: a token bound to a container's
-        address works from that address only, so one agent cannot spend or read as another."""
+    def authenticate(self, token: str | None, remote: str | None = None, relay: str = "") -> Registration | None:
+        """The active registration of a token used from `remote`, through `relay` ("": directly): a token
+        bound to a container's address works from that address on that engine only, so one agent cannot
+        spend or read as another (container addresses repeat across engines)."""
         reg = self.lookup(token)
-        if reg is None or not reg.active:
+        if reg is None or not reg.active or reg.relay != relay:
             return None
         if reg.address and _normal(remote) != reg.address:
             return None

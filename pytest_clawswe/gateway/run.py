@@ -30,13 +30,17 @@ def network_host(client, network: str | None) -> str:
     return "127.0.0.1"  # a remote or rootless daemon: only host networking reaches this
 
 
-def start(state_dir: Path, model: str, docker_client, network: str | None = None) -> GatewayProcess:
-    """Start the run's gateway where the agents' network reaches the host.
+def start(state_dir: Path, model: str, docker_client, network: str | None = None,
+          relay_hosts: list[str] | tuple = ()) -> GatewayProcess:
+    """Start the run's gateway where the agents' network reaches the host (`docker_client` None: no engine of
+    the run is on this machine; the admin API on 127.0.0.1), plus a listener on each of `relay_hosts` for
+    other engines' relays (pytest_clawswe/relay.py).
 
     Raises ValueError (one sentence) when the model's provider has no key."""
     if not model.startswith(SCRIPTED_PREFIX):
         check_upstream(model)
-    return GatewayProcess.start(state_dir, host=network_host(docker_client, network))
+    host = network_host(docker_client, network) if docker_client is not None else "127.0.0.1"
+    return GatewayProcess.start(state_dir, host=host, relay_hosts=relay_hosts)
 
 
 def container_address(container, network: str | None) -> str:
@@ -56,17 +60,26 @@ class RunGateway:
     `harness` and `shaping` ("auto", "off" or a comma list; see gateway/shaping.py) choose the model-side
     shaping; gateway.shaping.describe(model, harness, shaping) says what it will be, for run.json."""
 
-    def __init__(self, state_dir: Path, model: str, harness: str = "", shaping: str | None = None):
+    def __init__(self, state_dir: Path, model: str, harness: str = "", shaping: str | None = None,
+                 engine: str = ""):
         self.state_dir = Path(state_dir)
         self.model = model
         self.harness = harness
         self.shaping = shaping
         self.client = GatewayClient.from_state_dir(self.state_dir)
         self.tokens: dict[str, str] = {}
+        # agents on another machine's engine reach the gateway through that engine's relay (relay.py)
+        self.relay, self._relay_url = "", ""
+        if engine:
+            from ..relay import relay_url
+
+            self._relay_url = relay_url(self.state_dir, engine)
+            self.relay = engine if self._relay_url else ""
 
     @property
     def url(self) -> str:
-        return self.client.url
+        """The gateway as this process's agents reach it."""
+        return self._relay_url or self.client.url
 
     def register(self, instance_id: str, row: dict, workdir: str = "/testbed", address: str = "") -> tuple[str, str]:
         """(url, token) for the instance's container; `address` binds the token to the container's address."""
@@ -79,7 +92,7 @@ class RunGateway:
             scripted = {"mode": self.model[len(SCRIPTED_PREFIX):], "gold_patch": row.get("patch", ""),
                         "workdir": workdir}
         token = self.client.register(instance_id, self.model, scripted=scripted, address=address,
-                                     harness=self.harness, shaping=self.shaping)
+                                     harness=self.harness, shaping=self.shaping, relay=self.relay)
         self.tokens[instance_id] = token
         return self.url, token
 

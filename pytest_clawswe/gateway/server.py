@@ -8,10 +8,12 @@ event when streamed), reads the usage out of them and records it for the instanc
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import logging
 import os
+import secrets
 import time
 from collections.abc import AsyncIterator, Iterable
 
@@ -43,9 +45,12 @@ UPSTREAM_PATH = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "
 # never passed on: connection-level headers, the container's credentials, what aiohttp recomputes
 _DROP_REQUEST = {"host", "content-length", "authorization", "x-api-key", "api-key", "connection", "keep-alive",
                  "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "accept-encoding", "cookie",
-                 "content-encoding"}  # the body is re-encoded as plain JSON
+                 "content-encoding",  # the body is re-encoded as plain JSON
+                 "x-clawswe-relay", "x-clawswe-agent"}  # a relay's secret and the address it saw (relay.py)
 _DROP_RESPONSE = {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
                   "set-cookie", "server", "date"}
+RELAY_SECRET_HEADER = "X-Clawswe-Relay"  # as pytest_clawswe/relay.py's relay sets them
+RELAY_AGENT_HEADER = "X-Clawswe-Agent"
 CLIENT_GONE = 499  # status recorded when the harness hung up before the answer was complete
 
 
@@ -94,6 +99,8 @@ class Gateway:
         self.max_body = max_body
         self.http: aiohttp.ClientSession | None = None
         self._inflight = 0  # bytes of request bodies being read right now
+        self.relay_sockets: set[tuple] = set()  # (address, port) of the listeners for other engines' relays
+        self._relays: dict[bytes, str] = {}  # digest of a relay secret -> the engine it speaks for
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body)
@@ -113,6 +120,7 @@ class Gateway:
             web.post("/_admin/usage", self.admin_usage),
             web.post("/_admin/requests", self.admin_requests),
             web.post("/_admin/unregister", self.admin_unregister),
+            web.post("/_admin/relay", self.admin_relay),
             web.get("/_admin/health", self.admin_health),
             web.route("*", "/{tail:.*}", self.not_found),  # last: probes like ollama's /api/show
         ]
@@ -163,9 +171,29 @@ class Gateway:
                           "invalid_request_error")
         return raw, body
 
+    def _via_relay(self, request: web.Request) -> bool:
+        """Whether the request came in on a relay listener (the relay headers count there, and only there)."""
+        sockname = request.transport.get_extra_info("sockname") if request.transport else None
+        return bool(sockname) and tuple(sockname[:2]) in self.relay_sockets
+
+    def _caller(self, request: web.Request) -> tuple[str, str | None] | None:
+        """(engine, address) of the agent: ("", the peer) directly; through a relay, the engine its secret
+        names and the address it saw. None for a relay listener's request without a valid secret."""
+        if not self._via_relay(request):
+            return "", request.remote  # relay headers sent here are ignored
+        secret = request.headers.get(RELAY_SECRET_HEADER, "")
+        engine = self._relays.get(hashlib.sha256(secret.encode()).digest()) if secret else None
+        if engine is None:
+            return None
+        return engine, request.headers.get(RELAY_AGENT_HEADER, "")
+
     def _authenticate(self, request: web.Request) -> Registration | None:
+        caller = self._caller(request)
+        if caller is None:
+            return None
+        engine, remote = caller
         for token in _tokens(request.headers):
-            reg = self.registry.authenticate(token, request.remote)
+            reg = self.registry.authenticate(token, remote, relay=engine)
             if reg is not None:
                 return reg
         return None
@@ -402,6 +430,8 @@ class Gateway:
 
     # ------------------------------------------------------------------ admin API
     def _is_admin(self, request: web.Request) -> bool:
+        if self._via_relay(request):  # the admin API answers on the run's own listener only
+            return False
         auth = request.headers.get("Authorization", "")
         return bool(self.admin_token) and hmac.compare_digest(auth.encode(), f"Bearer {self.admin_token}".encode())
 
@@ -429,7 +459,8 @@ class Gateway:
         try:
             reg = self.registry.register(str(body.get("instance_id") or ""), str(body.get("model") or ""),
                                          body.get("scripted"), address=str(body.get("address") or ""),
-                                         harness=str(body.get("harness") or ""), shaping=body.get("shaping"))
+                                         harness=str(body.get("harness") or ""), shaping=body.get("shaping"),
+                                         relay=str(body.get("relay") or ""))
         except ValueError as exc:
             return _json(400, {"error": str(exc)})
         log.info("registered %s #%d for %s", reg.instance_id, reg.attempt, reg.model)
@@ -447,6 +478,17 @@ class Gateway:
         reg = await self._admin_registration(request)
         self.registry.unregister(reg.token)
         return _json(200, {"ok": True})
+
+    async def admin_relay(self, request: web.Request) -> web.Response:
+        """A secret for one engine's relay; it is kept as a digest, and the run never writes it down."""
+        body = await self._admin_body(request)
+        engine = str(body.get("engine") or "")
+        if not engine:
+            return _json(400, {"error": "relay needs an engine"})
+        secret = secrets.token_urlsafe(32)
+        self._relays[hashlib.sha256(secret.encode()).digest()] = engine
+        log.info("relay added for engine %s", engine)
+        return _json(200, {"secret": secret})
 
     async def admin_health(self, request: web.Request) -> web.Response:
         if not self._is_admin(request):
@@ -486,14 +528,21 @@ def url_for(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: Iterable[Upstream] = (),
-                parent_pid: int | None = None) -> None:
-    """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
-    admin_token, pid) appears, atomically, once the socket is listening, and goes at a clean stop."""
-    import os
-    import secrets
-    import signal
+def _listen(host: str, port: int):
     import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: Iterable[Upstream] = (),
+                parent_pid: int | None = None, relay_hosts: Iterable[str] = ()) -> None:
+    """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
+    admin_token, pid, relay_urls) appears, atomically, once the sockets listen, and goes at a clean stop.
+    `relay_hosts`: one more listener on each, for other engines' relays only (pytest_clawswe/relay.py)."""
+    import signal
     from pathlib import Path
 
     from pytest_clawswe.results import write_atomic
@@ -503,12 +552,15 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     gateway = Gateway(state_dir, upstreams, secrets.token_urlsafe(32))
     runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
     await runner.setup()
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = _listen(host, port)
     await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=512).start()
     url = url_for(host, sock.getsockname()[1])
+    relay_urls = {}
+    for relay_host in relay_hosts:
+        relay_sock = _listen(relay_host, 0)
+        gateway.relay_sockets.add(tuple(relay_sock.getsockname()[:2]))
+        await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
+        relay_urls[relay_host] = url_for(relay_host, relay_sock.getsockname()[1])
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -516,7 +568,8 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
         loop.add_signal_handler(sig, stop.set)
     state_file = state_dir / STATE_FILE
     write_atomic(state_file, json.dumps({"url": url, "admin_token": gateway.admin_token, "pid": os.getpid(),
-                                         "host": host, "port": sock.getsockname()[1]}), private=True)
+                                         "host": host, "port": sock.getsockname()[1],
+                                         "relay_urls": relay_urls}), private=True)
     log.info("gateway listening on %s (pid %d)", url, os.getpid())
     try:
         while not stop.is_set():

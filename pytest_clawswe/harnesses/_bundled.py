@@ -106,6 +106,11 @@ class BundledHarness(Harness):
     def resolved_options(self) -> dict:
         return {**super().resolved_options(), "version": self.version, "grace": self.grace_s}
 
+    def images(self) -> list[str]:
+        from ..bundles import bundle_tag
+
+        return [bundle_tag(self.bundle_name, self.version)]
+
     def setup(self, client, run_id: str) -> None:
         self.data_container = ensure_bundle_container(client, self.bundle_name, self.version)
 
