@@ -25,7 +25,7 @@ from .benchmark import Benchmark
 from .clean import sweep_run
 from .errors import InfraError
 from .labels import LABEL_RUN
-from .results import ERROR, METADATA, InstanceResult, instance_dir, load_run_info, write_atomic
+from .results import load_run_info, write_atomic
 from .runner import RunConfig
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
@@ -138,19 +138,10 @@ class RunSession:
             self._runner = self.benchmark.runner(self)
         return self._runner
 
-    def report_result(self, item: pytest.Item, result: InstanceResult) -> None:
-        """Announce one finished instance to other plugins (the pytest_clawswe_instance_result hook)."""
+    def report_result(self, item: pytest.Item, result) -> None:
+        """Announce one ended item (its InstanceResult, TaskResult, ...) to other plugins (the
+        pytest_clawswe_instance_result hook); the items' setup (benchmark.BenchmarkItem) calls it."""
         item.ihook.pytest_clawswe_instance_result(item=item, result=result)
-
-    def report_error(self, item: pytest.Item, instance_id: str) -> None:
-        """Announce the error result an item left on disk, if it left one."""
-        meta = instance_dir(self.cfg.run_dir, instance_id) / METADATA
-        try:
-            result = InstanceResult.from_json(json.loads(meta.read_text()))
-        except (OSError, ValueError):
-            return
-        if result.outcome == ERROR:
-            self.report_result(item, result)
 
     # -- xdist -------------------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from .benchmark import Benchmark
-from .errors import DatasetError, HarnessError, InfraError
+from .benchmark import Benchmark, BenchmarkItem
+from .errors import DatasetError, HarnessError
 from .instances import (
     UNKNOWN_MARKER,
     Instance,
@@ -146,43 +146,27 @@ class NotResolved(Exception):
     """The evaluator says the instance is not resolved: a test failure with the reason."""
 
 
-class InstanceItem(pytest.Item):
-    """One benchmark instance. The run happens in setup, so an infrastructure failure is a pytest error;
-    the call phase only asserts the evaluator's verdict, so 'not resolved' is a failure."""
+class InstanceItem(BenchmarkItem):
+    """One benchmark instance. The run happens in setup (BenchmarkItem's), so an infrastructure failure is a
+    pytest error; the call phase only asserts the evaluator's verdict, so 'not resolved' is a failure."""
+
+    ONE_LINE = (*BenchmarkItem.ONE_LINE, NotResolved, DatasetError, HarnessError)
 
     def __init__(self, *, instance: Instance, **kwargs):
         super().__init__(**kwargs)
         from .session import RUN_KEY
 
-        self.instance = instance
+        self.instance = self.target = instance
+        self.item_id = instance.instance_id
         self.result: InstanceResult | None = None
-        self.reused = False
         self.add_marker("clawswe")
         self.add_marker(language_marker(instance.language))
         # -k matches these: the language, the repository and its short name
         self.extra_keyword_matches.update({instance.language, instance.repo, instance.repo_name})
         cfg = self.config.stash.get(RUN_KEY, None)
-        if cfg is not None and self.config.getoption("timeout", None) is None:
-            # pytest-timeout is the hard stop of the whole item; the agent's own budget ends earlier inside it
-            limit = cfg.budget_s + cfg.eval_timeout_s + SETUP_ALLOWANCE_S
-            self.add_marker(pytest.mark.timeout(limit, method="signal"))
-
-    def setup(self) -> None:
-        run_session = self.config.pluginmanager.get_plugin("clawswe-session")
-        if run_session.stopping:
-            pytest.skip("not started: the run was interrupted")
-        runner = run_session.runner
-        previous = runner.finished(self.instance.instance_id)
-        if previous is not None:
-            self.result, self.reused = previous, True
-            run_session.report_result(self, previous)
-            return
-        try:
-            self.result = runner.run(self.instance)  # retries (harness and infrastructure): runner.py's policy
-        except Exception:
-            run_session.report_error(self, self.instance.instance_id)
-            raise
-        run_session.report_result(self, self.result)
+        if cfg is not None:
+            # the hard stop of the whole item; the agent's own budget ends earlier inside it
+            self.hard_timeout(cfg.budget_s + cfg.eval_timeout_s + SETUP_ALLOWANCE_S)
 
     def runtest(self) -> None:
         from .summary import instance_properties
@@ -193,11 +177,6 @@ class InstanceItem(pytest.Item):
         self.user_properties.extend(instance_properties(r))
         if r.outcome != RESOLVED:
             raise NotResolved(f"{r.outcome}: {r.error or 'not resolved'}")
-
-    def repr_failure(self, excinfo, style=None):
-        if excinfo.errisinstance((NotResolved, InfraError, DatasetError, HarnessError)):
-            return f"{self.instance.instance_id}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return self.path, None, f"{self.instance.instance_id} [{self.instance.language}, {self.instance.repo}]"
