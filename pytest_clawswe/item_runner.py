@@ -10,16 +10,25 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InfraError
 from .labels import LABEL_RUN, owner_label
 from .results import ERROR
 
+if TYPE_CHECKING:
+    from .gateway.run import RunGateway
+
 # The infrastructure retry, for every benchmark: an InfraError that is retryable (a daemon hiccup, an
 # evaluator crash; not a missing image or a full disk) re-runs the whole item once from scratch.
 INFRA_RETRIES = 1
+
+
+def progress(message: str) -> None:
+    """A line for the terminal from any process of the run (xdist captures workers' stdout, not stderr)."""
+    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
 
 
 class ItemRunner:
@@ -33,7 +42,7 @@ class ItemRunner:
         self.harness = harness
         self.client = client
         self.progress = progress
-        self.gateway = None  # a gateway.run.RunGateway when the harness calls a model
+        self.gateway: RunGateway | None = None  # when the harness calls a model (join_run_gateway)
         from .prices import PriceBook
 
         self.prices = PriceBook.from_file(config.prices_file)
@@ -66,6 +75,15 @@ class ItemRunner:
         if self._harness_ready:
             self._harness_ready = False
             self.harness.teardown()
+
+    def join_run_gateway(self) -> None:
+        """Use the run's model gateway (the controller started it) when the harness calls a model."""
+        if self.harness.needs_model:
+            from .gateway.run import RunGateway
+
+            cfg = self.config
+            self.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,
+                                      shaping=cfg.gateway_shaping)
 
     def _ensure_harness(self) -> None:
         """The harness's run-wide setup, once per process, before its first agent."""

@@ -26,6 +26,7 @@ from .clean import sweep_run
 from .errors import InfraError
 from .labels import LABEL_RUN
 from .results import load_run_info, write_atomic
+from .item_runner import progress as _progress
 from .runner import RunConfig
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
@@ -334,10 +335,6 @@ def _start_gateway(cfg: RunConfig, client):
             warnings.warn(f"clawswe: agents on the locked network can still reach services listening on this "
                           f"host's every address (host firewall: {why}); run as root with iptables to close it")
     return gateway
-
-
-def _progress(message: str) -> None:
-    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
 
 
 def _add_disk_use(cfg: RunConfig, summary_file, items: int) -> None:

@@ -6,13 +6,13 @@ failure is a pytest error; the call phase only asserts the evaluator's verdict, 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from .benchmark import Benchmark, BenchmarkItem
 from .errors import DatasetError, HarnessError
+from .item_runner import progress
 from .instances import (
     UNKNOWN_MARKER,
     Instance,
@@ -80,14 +80,10 @@ class ClawSweBench(Benchmark):
         index = worker_index(self.config, len(hosts))  # this worker's engine (engines.py)
         harness_cls = get_harness_class(cfg.harness_spec)
         runner = Runner(cfg, harness_cls(cfg.model, cfg.harness_options), hosts[index].client(), progress=progress)
+        runner.join_run_gateway()
         runner.host_name = hosts[index].name
         if index:  # images are built or pulled on the first engine and loaded from there
             runner.image_source = hosts[0].client()
-        if harness_cls.needs_model:
-            from .gateway.run import RunGateway
-
-            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,
-                                        shaping=cfg.gateway_shaping)
         return runner
 
 
@@ -185,8 +181,3 @@ class InstanceItem(BenchmarkItem):
 def _properties(r: InstanceResult) -> dict:
     # the accounting (clawswe.* properties) comes from summary.instance_properties
     return {"resolved": bool(r.resolved), "language": r.language, "repo": r.repo}
-
-
-def progress(message: str) -> None:
-    # xdist captures workers' stdout; their stderr reaches the terminal
-    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
