@@ -79,6 +79,15 @@ class Benchmark:
         return []
 
 
+class BenchmarkCollector(pytest.Collector):
+    """A benchmark's root collector: a CollectError (bad task file, refused selection) is its one sentence."""
+
+    def repr_failure(self, excinfo):
+        if excinfo.errisinstance(self.CollectError):
+            return str(excinfo.value.args[0])
+        return super().repr_failure(excinfo)
+
+
 class ItemError(Exception):
     """The run returned an error result (see its `error`): a pytest error, never a failure."""
 

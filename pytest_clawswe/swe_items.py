@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .benchmark import Benchmark, BenchmarkItem
+from .benchmark import Benchmark, BenchmarkCollector, BenchmarkItem
 from .errors import DatasetError, HarnessError
 from .item_runner import progress
 from .instances import (
@@ -114,7 +114,7 @@ class ClawSweBench(Benchmark):
         return list(terminal_lines(json.loads(summary_file.read_text()))) if summary_file.is_file() else []
 
 
-class DatasetCollector(pytest.Collector):
+class DatasetCollector(BenchmarkCollector):
     """The dataset as a pytest collector: its children are the instance items."""
 
     def __init__(self, *, benchmark: ClawSweBench, **kwargs):
@@ -128,11 +128,6 @@ class DatasetCollector(pytest.Collector):
             raise self.CollectError(str(exc)) from None
         for inst in instances:
             yield InstanceItem.from_parent(self, name=inst.instance_id, instance=inst)
-
-    def repr_failure(self, excinfo):
-        if excinfo.errisinstance(self.CollectError):
-            return str(excinfo.value.args[0])
-        return super().repr_failure(excinfo)
 
     def reportinfo(self):
         return self.path, None, f"dataset {self.name}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..benchmark import BenchmarkItem, ItemError
+from ..benchmark import BenchmarkCollector, BenchmarkItem, ItemError
 from .outputs import PASSED, TaskResult
 from .taskfile import MODALITIES, Task, TaskFileError, parse_task, task_files
 
@@ -33,7 +33,7 @@ class NotPassed(Exception):
     """overall_score below --pass-score: a test failure that gives the score."""
 
 
-class SuiteCollector(pytest.Collector):
+class SuiteCollector(BenchmarkCollector):
     def __init__(self, *, root: Path, **kwargs):
         super().__init__(**kwargs)
         self.root = root
@@ -52,11 +52,6 @@ class SuiteCollector(pytest.Collector):
                 raise self.CollectError(f"{path}: task id {task.id!r} is also used by {seen[task.id]}")
             seen[task.id] = path
             yield TaskItem.from_parent(self, name=task.id, task=task)
-
-    def repr_failure(self, excinfo):
-        if excinfo.errisinstance(self.CollectError):
-            return str(excinfo.value.args[0])
-        return super().repr_failure(excinfo)
 
     def reportinfo(self):
         return self.root, None, f"WildClawBench tasks in {self.root}"
