@@ -6,8 +6,8 @@ owns what is collected and how one item runs. A second benchmark plugs in withou
     class WildClawBench(Benchmark):
         name = "wildclaw"
         def select(self): ...            # its tasks, checked; raise pytest.UsageError for bad input
-        def collector(self, session): ...  # a pytest.Collector whose children are its items
-        def runner(self, session): ...   # what its items call to run one task
+        def collector(self, session): ...  # a BenchmarkCollector whose children are its BenchmarkItems
+        def runner(self, session): ...   # an item_runner.ItemRunner: what its items call to run one task
         def rebuild(self, run_dir): ...  # its run-level files (and progress_line, junit_properties,
                                          # terminal_lines, run_info, start_run where it has something to say)
 
@@ -47,7 +47,7 @@ class Benchmark:
         raise NotImplementedError
 
     def runner(self, run_session):
-        """What the items of this process use to run one instance (closed at the end if it has close())."""
+        """The item_runner.ItemRunner the items of this process use to run one instance (closed at the end)."""
         raise NotImplementedError
 
     def harness_defaults(self, harness: str) -> dict[str, str]:
