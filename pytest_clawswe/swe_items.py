@@ -12,7 +12,6 @@ import pytest
 
 from .benchmark import Benchmark, BenchmarkCollector, BenchmarkItem
 from .errors import DatasetError, HarnessError
-from .item_runner import progress
 from .instances import (
     UNKNOWN_MARKER,
     Instance,
@@ -22,6 +21,7 @@ from .instances import (
     select,
     validate_row,
 )
+from .item_runner import progress
 from .results import RESOLVED, InstanceResult
 
 NAMED = ("demo", "claw-swe-bench", "multilingual", "verified-mini")

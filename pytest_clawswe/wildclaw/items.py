@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..benchmark import BenchmarkCollector, BenchmarkItem, ItemError
+from ..benchmark import BenchmarkCollector, BenchmarkItem
 from .outputs import PASSED, TaskResult
 from .taskfile import MODALITIES, Task, TaskFileError, parse_task, task_files
 
@@ -24,9 +24,6 @@ def register_markers(config: pytest.Config) -> None:
     for modality in MODALITIES:
         config.addinivalue_line("markers", f"{modality.replace('-', '_')}: WildClawBench {modality} tasks")
     config.addinivalue_line("markers", "wildclaw: a WildClawBench task item")
-
-
-TaskError = ItemError  # the task could not be scored (see TaskResult.error); the name older code knows
 
 
 class NotPassed(Exception):
