@@ -147,3 +147,27 @@ def test_both_benchmarks_runners_read_their_own_result_files(tmp_path):
         assert runner.finished(item_id) == result
     assert (tmp_path / "instances" / "i-1" / "metadata.json").is_file()
     assert {p.name for p in (tmp_path / "tasks" / "t-1").iterdir()} == {"result.json", "score.json", "usage.json"}
+
+
+def test_wildclaw_takes_its_infra_retry_from_the_runner(tmp_path):
+    from types import SimpleNamespace
+
+    from pytest_clawswe.wildclaw.runner import Runner as WildRunner
+    from pytest_clawswe.wildclaw.runner import WildOptions
+
+    lines: list[str] = []
+    runner = WildRunner(RunConfig("r", tmp_path, "claude-code", "m"), WildOptions(tmp_path), None, None,
+                        progress=lines.append)
+    task = SimpleNamespace(id="t-1", name="t", category="code", modality="text", timeout_seconds=60)
+    attempts = []
+
+    def run(task, work, result):
+        attempts.append(work)
+        if len(attempts) == 1:
+            raise InfraError("the Docker engine stopped answering")
+        result.outcome, result.overall_score = "passed", 1.0
+
+    runner._run = run
+    assert runner.run(task).outcome == "passed" and len(attempts) == 2
+    assert lines == ["t-1: the Docker engine stopped answering; retrying once from scratch"]
+    assert runner.finished("t-1").overall_score == 1.0
