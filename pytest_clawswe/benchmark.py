@@ -6,8 +6,8 @@ owns what is collected and how one item runs. A second benchmark plugs in withou
     class WildClawBench(Benchmark):
         name = "wildclaw"
         def select(self): ...            # its tasks, checked; raise pytest.UsageError for bad input
-        def collector(self, session): ...  # a pytest.Collector whose children are its items
-        def runner(self, session): ...   # what its items call to run one task
+        def collector(self, session): ...  # a BenchmarkCollector whose children are its BenchmarkItems
+        def runner(self, session): ...   # an item_runner.ItemRunner: what its items call to run one task
         def rebuild(self, run_dir): ...  # its run-level files (and progress_line, junit_properties,
                                          # terminal_lines, run_info, start_run where it has something to say)
 
@@ -16,12 +16,16 @@ owns what is collected and how one item runs. A second benchmark plugs in withou
         if config.getoption("benchmark") == "wildclaw":
             return WildClawBench(config)
 
-Its items call `session.report_result(item, result)` once per finished task, so the
-pytest_clawswe_instance_result hook and the run's files see every benchmark alike.
+Its items are BenchmarkItem's: their setup (below, the same for every benchmark) runs the item with the
+runner (an item_runner.ItemRunner) and calls `session.report_result(item, result)` once per ended item, so
+the pytest_clawswe_instance_result hook and the run's files see every benchmark alike.
 """
 from __future__ import annotations
 
 import pytest
+
+from .errors import InfraError
+from .results import ERROR
 
 
 class Benchmark:
@@ -43,7 +47,7 @@ class Benchmark:
         raise NotImplementedError
 
     def runner(self, run_session):
-        """What the items of this process use to run one instance (closed at the end if it has close())."""
+        """The item_runner.ItemRunner the items of this process use to run one instance (closed at the end)."""
         raise NotImplementedError
 
     def harness_defaults(self, harness: str) -> dict[str, str]:
@@ -73,3 +77,60 @@ class Benchmark:
     def terminal_lines(self, run_dir) -> list[str]:
         """The run's totals for the terminal summary (empty: nothing to say)."""
         return []
+
+
+class BenchmarkCollector(pytest.Collector):
+    """A benchmark's root collector: a CollectError (bad task file, refused selection) is its one sentence."""
+
+    def repr_failure(self, excinfo):
+        if excinfo.errisinstance(self.CollectError):
+            return str(excinfo.value.args[0])
+        return super().repr_failure(excinfo)
+
+
+class ItemError(Exception):
+    """The run returned an error result (see its `error`): a pytest error, never a failure."""
+
+
+class BenchmarkItem(pytest.Item):
+    """One item of a benchmark. The run happens in setup, so what stops it (the machinery, a grader, a judge)
+    is a pytest error; runtest only asserts the verdict, so a wrong answer is a failure."""
+
+    # exceptions shown as one line, "<item id>: <message>" (no traceback); subclasses add their own
+    ONE_LINE: tuple[type[BaseException], ...] = (ItemError, InfraError)
+    # set by a subclass: its id, and what the runner's run() takes (an Instance, a Task)
+    item_id: str = ""
+    target: object = None
+    result = None  # the item's result once setup ran
+    reused = False  # True: a final result of an earlier attempt of the run, kept by --resume
+
+    def hard_timeout(self, seconds: float) -> None:
+        """pytest-timeout as the hard stop of the whole item, unless --timeout was given."""
+        if self.config.getoption("timeout", None) is None:
+            self.add_marker(pytest.mark.timeout(seconds, method="signal"))
+
+    def setup(self) -> None:
+        run_session = self.config.pluginmanager.get_plugin("clawswe-session")
+        if run_session.stopping:  # after the first Ctrl-C no item starts
+            pytest.skip("not started: the run was interrupted")
+        runner = run_session.runner
+        previous = runner.finished(self.item_id)
+        if previous is not None:  # --resume: a final result is kept, never run twice
+            self.result, self.reused = previous, True
+            run_session.report_result(self, previous)
+            return
+        try:
+            self.result = runner.run(self.target)  # retries: the runner's policy (item_runner.py)
+        except Exception:
+            errored = runner.error_result(self.item_id)  # what the failed attempt left on disk
+            if errored is not None:
+                run_session.report_result(self, errored)
+            raise
+        run_session.report_result(self, self.result)
+        if self.result.outcome == ERROR:
+            raise ItemError(self.result.error or "error")
+
+    def repr_failure(self, excinfo, style=None):
+        if excinfo.errisinstance(self.ONE_LINE):
+            return f"{self.item_id}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)

@@ -1,14 +1,12 @@
-"""One benchmark item from start to finish: workspace, agent, patch, score, artifacts.
+"""One Claw-SWE-Bench item from start to finish: workspace, agent, patch, score, artifacts.
 
-An instance's folder is written in a temporary folder and renamed into place when the item ends, so a
-crash at any moment leaves each instance either complete or absent, never half-written.
+What every benchmark's runner shares (the atomic instance folder, resume, labels, the infrastructure retry)
+is item_runner.ItemRunner's.
 """
 from __future__ import annotations
 
 import errno
 import functools
-import json
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -20,21 +18,22 @@ from .cache import ImageLease, release_images
 from .errors import InfraError
 from .harness import AgentRun, Harness, TaskContext
 from .instances import Instance, load_row
-from .labels import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, owner_label
+from .item_runner import ItemRunner
+from .labels import LABEL_INSTANCE, LABEL_ROLE
 from .patch import collect_patch, scrub_artifacts
 from .prepare import check_purged, prepared_image
-from .results import ERROR, METADATA, InstanceResult, Usage, instance_dir, write_atomic
+from .results import ERROR, METADATA, InstanceResult, Usage, instance_dir
 from .workspace import DiskWatch, Workspace
 from .workspace_api import BaseWorkspace
 
-# The retry policy, all of it (the only place that retries):
+# The retry policy, all of it (here and in item_runner.py, nowhere else):
 # - a harness error (finish reason "error") is re-run only with --retries N (RunConfig.retries; default 0, as
 #   the released code: its DEFAULT_MAX_RETRIES is never read), in the same container from the prepared tree,
 #   within the same agent budget: a retry gets what the earlier attempts left, never a fresh budget;
 # - whatever the attempts, the last one's patch is collected and graded, an error's too;
-# - an infrastructure error (InfraError, retryable) re-runs the whole item once from scratch.
+# - an infrastructure error (InfraError, retryable) re-runs the whole item once from scratch
+#   (item_runner.INFRA_RETRIES, the same for every benchmark).
 # Every attempt's tokens and cost are counted in metadata.json.
-INFRA_RETRIES = 1
 MIN_RETRY_BUDGET_S = 1.0  # a retry with less budget left than this is not started
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
 
@@ -76,65 +75,28 @@ class RunConfig:
         return f"{self.harness_name}/{self.model}" if self.model else self.harness_name
 
 
-class Runner:
-    def __init__(self, config: RunConfig, harness: Harness, client, progress=print):
-        self.config = config
-        self.harness = harness
-        self.client = client
-        self.progress = progress
-        self.gateway = None  # a gateway.run.RunGateway when the harness calls a model
-        from .prices import PriceBook
+class Runner(ItemRunner):
+    """Claw-SWE-Bench's runner: an instance's folder is instances/<id>/, its result metadata.json."""
 
-        self.prices = PriceBook.from_file(config.prices_file)
+    RESULT_FILE = METADATA
+    result_type = InstanceResult
+
+    def __init__(self, config: RunConfig, harness: Harness, client, progress=print):
+        super().__init__(config, harness, client, progress)
         # how an item's sandbox is made: another engine puts its own BaseWorkspace here (docs/scale-out.md)
         self.workspace_factory: Callable[..., BaseWorkspace] = functools.partial(Workspace, client)
-        self._harness_ready = False
         self.host_name = ""  # the Docker engine the items run on (engines.py), recorded in each result
         self.image_source = None  # another engine to load images from (engines.copy_image); None: this one
 
-    def close(self) -> None:
-        if self._harness_ready:
-            self._harness_ready = False
-            self.harness.teardown()
+    def item_dir(self, instance_id: str) -> Path:
+        return instance_dir(self.config.run_dir, instance_id)
 
-    @property
-    def labels(self) -> dict[str, str]:
-        return {LABEL_RUN: self.config.run_id, **owner_label()}
-
-    def finished(self, instance_id: str) -> InstanceResult | None:
-        """The final result of an earlier attempt in this run dir, if there is one (errors are not final)."""
-        meta = instance_dir(self.config.run_dir, instance_id) / METADATA
-        if not meta.is_file():
-            return None
-        result = InstanceResult.from_json(json.loads(meta.read_text()))
-        return None if result.outcome == ERROR else result
-
-    def run(self, instance: Instance) -> InstanceResult:
-        """Run one item; an infrastructure error re-runs it once from scratch (the retry policy above), and the
-        failed attempt's usage and cost are added to the final result."""
-        carried: InstanceResult | None = None
-        for infra_attempt in range(1 + INFRA_RETRIES):
-            try:
-                return self._run_once(instance, carried)
-            except InfraError as exc:
-                if not exc.retryable or infra_attempt == INFRA_RETRIES:
-                    raise
-                self.progress(f"{instance.instance_id}: {exc}; retrying once from scratch")
-                carried = self._last_result
-        raise AssertionError("unreachable")
-
-    _last_result: InstanceResult | None = None
+    def item_id(self, instance: Instance) -> str:
+        return instance.instance_id
 
     def _run_once(self, instance: Instance, carried: InstanceResult | None = None) -> InstanceResult:
         cfg = self.config
-        final_dir = instance_dir(cfg.run_dir, instance.instance_id)
-        work = final_dir.with_name(f".{instance.instance_id}.partial")
-        shutil.rmtree(work, ignore_errors=True)
-        try:
-            work.mkdir(parents=True)
-        except OSError as exc:
-            raise InfraError(f"cannot create {work} ({exc.strerror or exc}); free space or fix permissions",
-                             retryable=False) from exc
+        work, final_dir = self._partial_folder(instance.instance_id)
         result = InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
                                 model=cfg.model, language=instance.language, repo=instance.repo,
                                 image=instance.image, docker_host=self.host_name)
@@ -165,7 +127,7 @@ class Runner:
             if carried is not None:
                 _add_carried(result, carried)
             try:
-                self._commit(work, final_dir, result)
+                self._commit(work, final_dir, result, instance.instance_id)
             finally:  # the item is over, whatever its end: its images go if the cache level says so
                 release_images(self.client, self._lease, self.config.cache_level, self.progress)
         return result
@@ -185,15 +147,7 @@ class Runner:
                                        self.labels, progress=self.progress, purge=cfg.purge)
         timings["prepare_image"] = round(time.monotonic() - t, 3)
 
-        if not self._harness_ready:
-            if self.image_source is not None:  # the harness's bundle, built on the first engine only
-                from .engines import copy_image, same_image
-
-                for tag in self.harness.images():
-                    if not same_image(self.image_source, self.client, tag):
-                        copy_image(self.image_source, self.client, tag, progress=self.progress)
-            self.harness.setup(self.client, cfg.run_id)
-            self._harness_ready = True
+        self._ensure_harness()
         labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}
         docker_args = {"network": cfg.network, **self.harness.get_docker_args(instance.instance_id)}
         t = time.monotonic()
@@ -210,8 +164,10 @@ class Runner:
             if self.gateway is not None:
                 from .gateway.run import container_address  # the token works from this container only
 
-                ctx.gateway_url, ctx.gateway_token = self.gateway.register(
-                    instance.instance_id, row, ctx.workdir, address=container_address(ws.container, cfg.network))
+                # a Docker workspace's container; another engine's BaseWorkspace has none yet (docs/scale-out.md)
+                address = container_address(ws.container, cfg.network)  # type: ignore[attr-defined]
+                ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance.instance_id, row, ctx.workdir,
+                                                                           address=address)
             t = time.monotonic()
             try:
                 run = self._agent_phase(ctx, prompt, result)
@@ -254,6 +210,15 @@ class Runner:
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
         if graded.message and not result.error:
             result.error = graded.message if graded.outcome != "resolved" else ""
+
+    def _ensure_harness(self) -> None:
+        if not self._harness_ready and self.image_source is not None:
+            from .engines import copy_image, same_image
+
+            for tag in self.harness.images():  # the harness's bundle, built on the first engine only
+                if not same_image(self.image_source, self.client, tag):
+                    copy_image(self.image_source, self.client, tag, progress=self.progress)
+        super()._ensure_harness()
 
     def _ensure_image(self, instance: Instance, row: dict) -> None:
         from .images import TASK_DIR, ImageError, ensure_image
@@ -334,24 +299,6 @@ class Runner:
             record["usage"] = asdict(spent)
             record["cost_usd"] = self.prices.cost_usd(spent, self.config.model)
         return record
-
-    def _commit(self, work: Path, final_dir: Path, result: InstanceResult) -> None:
-        try:
-            self._write_final(work, final_dir, result)
-        except OSError as exc:
-            # the instance stays absent (its partial folder is hidden): a resume runs it again
-            raise InfraError(f"cannot write the results of {result.instance_id} to {final_dir.parent} "
-                             f"({exc.strerror or exc}); free space or fix permissions, then resume the run",
-                             retryable=False) from exc
-
-    def _write_final(self, work: Path, final_dir: Path, result: InstanceResult) -> None:
-        write_atomic(work / METADATA, json.dumps(result.to_json(), indent=2) + "\n")
-        old = final_dir.with_name(f".{final_dir.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        if final_dir.exists():
-            final_dir.rename(old)
-        work.rename(final_dir)
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _sum_numbers(dicts: list[dict]) -> dict:

@@ -26,7 +26,8 @@ from .clean import sweep_run
 from .errors import InfraError
 from .labels import LABEL_RUN
 from .relay import is_remote
-from .results import ERROR, METADATA, InstanceResult, instance_dir, load_run_info, write_atomic
+from .results import load_run_info, write_atomic
+from .item_runner import progress as _progress
 from .runner import RunConfig
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
@@ -140,19 +141,10 @@ class RunSession:
             self._runner = self.benchmark.runner(self)
         return self._runner
 
-    def report_result(self, item: pytest.Item, result: InstanceResult) -> None:
-        """Announce one finished instance to other plugins (the pytest_clawswe_instance_result hook)."""
+    def report_result(self, item: pytest.Item, result) -> None:
+        """Announce one ended item (its InstanceResult, TaskResult, ...) to other plugins (the
+        pytest_clawswe_instance_result hook); the items' setup (benchmark.BenchmarkItem) calls it."""
         item.ihook.pytest_clawswe_instance_result(item=item, result=result)
-
-    def report_error(self, item: pytest.Item, instance_id: str) -> None:
-        """Announce the error result an item left on disk, if it left one."""
-        meta = instance_dir(self.cfg.run_dir, instance_id) / METADATA
-        try:
-            result = InstanceResult.from_json(json.loads(meta.read_text()))
-        except (OSError, ValueError):
-            return
-        if result.outcome == ERROR:
-            self.report_result(item, result)
 
     # -- xdist -------------------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
@@ -362,10 +354,6 @@ def _start_gateway(cfg: RunConfig, hosts: list, clients: list):
             warnings.warn(f"clawswe: agents on the locked network can still reach services listening on this "
                           f"host's every address (host firewall: {why}); run as root with iptables to close it")
     return gateway
-
-
-def _progress(message: str) -> None:
-    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
 
 
 def _add_disk_use(cfg: RunConfig, summary_file, items: int) -> None:

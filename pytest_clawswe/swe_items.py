@@ -6,13 +6,12 @@ failure is a pytest error; the call phase only asserts the evaluator's verdict, 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from .benchmark import Benchmark
-from .errors import DatasetError, HarnessError, InfraError
+from .benchmark import Benchmark, BenchmarkCollector, BenchmarkItem
+from .errors import DatasetError, HarnessError
 from .instances import (
     UNKNOWN_MARKER,
     Instance,
@@ -22,6 +21,7 @@ from .instances import (
     select,
     validate_row,
 )
+from .item_runner import progress
 from .results import RESOLVED, InstanceResult
 
 NAMED = ("demo", "claw-swe-bench", "multilingual", "verified-mini")
@@ -80,18 +80,13 @@ class ClawSweBench(Benchmark):
         index = worker_index(self.config, len(hosts))  # this worker's engine (engines.py)
         harness_cls = get_harness_class(cfg.harness_spec)
         runner = Runner(cfg, harness_cls(cfg.model, cfg.harness_options), hosts[index].client(), progress=progress)
+        from .relay import is_remote
+
+        # another machine's engine: its agents reach the gateway through its relay (relay.py)
+        runner.join_run_gateway(engine=hosts[index].name if is_remote(hosts[index].url) else "")
         runner.host_name = hosts[index].name
         if index:  # images are built or pulled on the first engine and loaded from there
             runner.image_source = hosts[0].client()
-        if harness_cls.needs_model:
-            from .gateway.run import RunGateway
-
-            from .relay import is_remote
-
-            # another machine's engine: its agents reach the gateway through its relay (relay.py)
-            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,
-                                        shaping=cfg.gateway_shaping,
-                                        engine=hosts[index].name if is_remote(hosts[index].url) else "")
         return runner
 
 
@@ -122,7 +117,7 @@ class ClawSweBench(Benchmark):
         return list(terminal_lines(json.loads(summary_file.read_text()))) if summary_file.is_file() else []
 
 
-class DatasetCollector(pytest.Collector):
+class DatasetCollector(BenchmarkCollector):
     """The dataset as a pytest collector: its children are the instance items."""
 
     def __init__(self, *, benchmark: ClawSweBench, **kwargs):
@@ -137,11 +132,6 @@ class DatasetCollector(pytest.Collector):
         for inst in instances:
             yield InstanceItem.from_parent(self, name=inst.instance_id, instance=inst)
 
-    def repr_failure(self, excinfo):
-        if excinfo.errisinstance(self.CollectError):
-            return str(excinfo.value.args[0])
-        return super().repr_failure(excinfo)
-
     def reportinfo(self):
         return self.path, None, f"dataset {self.name}"
 
@@ -150,43 +140,27 @@ class NotResolved(Exception):
     """The evaluator says the instance is not resolved: a test failure with the reason."""
 
 
-class InstanceItem(pytest.Item):
-    """One benchmark instance. The run happens in setup, so an infrastructure failure is a pytest error;
-    the call phase only asserts the evaluator's verdict, so 'not resolved' is a failure."""
+class InstanceItem(BenchmarkItem):
+    """One benchmark instance. The run happens in setup (BenchmarkItem's), so an infrastructure failure is a
+    pytest error; the call phase only asserts the evaluator's verdict, so 'not resolved' is a failure."""
+
+    ONE_LINE = (*BenchmarkItem.ONE_LINE, NotResolved, DatasetError, HarnessError)
 
     def __init__(self, *, instance: Instance, **kwargs):
         super().__init__(**kwargs)
         from .session import RUN_KEY
 
-        self.instance = instance
+        self.instance = self.target = instance
+        self.item_id = instance.instance_id
         self.result: InstanceResult | None = None
-        self.reused = False
         self.add_marker("clawswe")
         self.add_marker(language_marker(instance.language))
         # -k matches these: the language, the repository and its short name
         self.extra_keyword_matches.update({instance.language, instance.repo, instance.repo_name})
         cfg = self.config.stash.get(RUN_KEY, None)
-        if cfg is not None and self.config.getoption("timeout", None) is None:
-            # pytest-timeout is the hard stop of the whole item; the agent's own budget ends earlier inside it
-            limit = cfg.budget_s + cfg.eval_timeout_s + SETUP_ALLOWANCE_S
-            self.add_marker(pytest.mark.timeout(limit, method="signal"))
-
-    def setup(self) -> None:
-        run_session = self.config.pluginmanager.get_plugin("clawswe-session")
-        if run_session.stopping:
-            pytest.skip("not started: the run was interrupted")
-        runner = run_session.runner
-        previous = runner.finished(self.instance.instance_id)
-        if previous is not None:
-            self.result, self.reused = previous, True
-            run_session.report_result(self, previous)
-            return
-        try:
-            self.result = runner.run(self.instance)  # retries (harness and infrastructure): runner.py's policy
-        except Exception:
-            run_session.report_error(self, self.instance.instance_id)
-            raise
-        run_session.report_result(self, self.result)
+        if cfg is not None:
+            # the hard stop of the whole item; the agent's own budget ends earlier inside it
+            self.hard_timeout(cfg.budget_s + cfg.eval_timeout_s + SETUP_ALLOWANCE_S)
 
     def runtest(self) -> None:
         from .summary import instance_properties
@@ -198,11 +172,6 @@ class InstanceItem(pytest.Item):
         if r.outcome != RESOLVED:
             raise NotResolved(f"{r.outcome}: {r.error or 'not resolved'}")
 
-    def repr_failure(self, excinfo, style=None):
-        if excinfo.errisinstance((NotResolved, InfraError, DatasetError, HarnessError)):
-            return f"{self.instance.instance_id}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
-
     def reportinfo(self):
         return self.path, None, f"{self.instance.instance_id} [{self.instance.language}, {self.instance.repo}]"
 
@@ -210,8 +179,3 @@ class InstanceItem(pytest.Item):
 def _properties(r: InstanceResult) -> dict:
     # the accounting (clawswe.* properties) comes from summary.instance_properties
     return {"resolved": bool(r.resolved), "language": r.language, "repo": r.repo}
-
-
-def progress(message: str) -> None:
-    # xdist captures workers' stdout; their stderr reaches the terminal
-    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)

@@ -5,13 +5,12 @@ failed) is a pytest *error*; the call phase only compares overall_score with --p
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from ..errors import InfraError
-from .outputs import ERROR, PASSED, TaskResult
+from ..benchmark import BenchmarkCollector, BenchmarkItem
+from .outputs import PASSED, TaskResult
 from .taskfile import MODALITIES, Task, TaskFileError, parse_task, task_files
 
 CATEGORY_MARKERS = {"productivity": "Productivity Flow", "code": "Code Intelligence", "social": "Social Interaction",
@@ -27,15 +26,11 @@ def register_markers(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "wildclaw: a WildClawBench task item")
 
 
-class TaskError(Exception):
-    """The task could not be scored (see TaskResult.error)."""
-
-
 class NotPassed(Exception):
     """overall_score below --pass-score: a test failure that gives the score."""
 
 
-class SuiteCollector(pytest.Collector):
+class SuiteCollector(BenchmarkCollector):
     def __init__(self, *, root: Path, **kwargs):
         super().__init__(**kwargs)
         self.root = root
@@ -55,19 +50,20 @@ class SuiteCollector(pytest.Collector):
             seen[task.id] = path
             yield TaskItem.from_parent(self, name=task.id, task=task)
 
-    def repr_failure(self, excinfo):
-        if excinfo.errisinstance(self.CollectError):
-            return str(excinfo.value.args[0])
-        return super().repr_failure(excinfo)
-
     def reportinfo(self):
         return self.root, None, f"WildClawBench tasks in {self.root}"
 
 
-class TaskItem(pytest.Item):
+class TaskItem(BenchmarkItem):
+    """One task. The run happens in setup (BenchmarkItem's): a task that could not be scored is an error; the
+    call phase compares overall_score with --pass-score (a failure)."""
+
+    ONE_LINE = (*BenchmarkItem.ONE_LINE, NotPassed, TaskFileError)
+
     def __init__(self, *, task: Task, **kwargs):
         super().__init__(**kwargs)
-        self.task = task
+        self.task = self.target = task
+        self.item_id = task.id
         self.result: TaskResult | None = None
         self.add_marker("wildclaw")
         self.add_marker(task.category_marker)
@@ -75,31 +71,8 @@ class TaskItem(pytest.Item):
         # -k matches the id (the item name) and these words of the task's name and category
         self.extra_keyword_matches.update({task.name, task.category, task.modality, task.path.stem})
         opts = getattr(self.config, "_clawswe_wildclaw", None)
-        if opts is not None and self.config.getoption("timeout", None) is None:
-            limit = task.timeout_seconds + opts.grade_timeout_s + SETUP_ALLOWANCE_S
-            self.add_marker(pytest.mark.timeout(limit, method="signal"))
-
-    def setup(self) -> None:
-        run_session = self.config.pluginmanager.get_plugin("clawswe-session")
-        if run_session.stopping:
-            pytest.skip("not started: the run was interrupted")
-        runner = run_session.runner
-        previous = runner.finished(self.task.id)
-        self.reused = previous is not None
-        if previous is not None:
-            self.result = previous
-            run_session.report_result(self, previous)
-            return
-        try:
-            self.result = runner.run(self.task)
-        except InfraError as exc:
-            if not exc.retryable:
-                raise
-            print(f"[clawswe] {self.task.id}: {exc}; retrying once from scratch", file=sys.__stderr__, flush=True)
-            self.result = runner.run(self.task)
-        run_session.report_result(self, self.result)
-        if self.result.outcome == ERROR:
-            raise TaskError(self.result.error)
+        if opts is not None:
+            self.hard_timeout(task.timeout_seconds + opts.grade_timeout_s + SETUP_ALLOWANCE_S)
 
     def runtest(self) -> None:
         r = self.result
@@ -113,11 +86,6 @@ class TaskItem(pytest.Item):
                                  ("judge_output_tokens", r.judge_usage.get("output_tokens", 0))]
         if r.outcome != PASSED:
             raise NotPassed(f"overall_score {r.overall_score:.3f} < pass score {r.pass_score}")
-
-    def repr_failure(self, excinfo, style=None):
-        if excinfo.errisinstance((TaskError, NotPassed, InfraError, TaskFileError)):
-            return f"{self.task.id}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return self.task.path, None, f"{self.task.id} [{self.task.category}, {self.task.modality}]"

@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..results import write_atomic
+from ..results import ERROR, write_atomic
 
-PASSED, FAILED, ERROR = "passed", "failed", "error"
+PASSED, FAILED = "passed", "failed"  # ERROR is every benchmark's: not final, a resume runs it again
 RESULT = "result.json"
 TASKS_DIR = "tasks"
 DEFAULT_PASS_SCORE = 0.5

@@ -7,12 +7,12 @@ subclassing it; only collection, the runner and the run-level files differ.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from ..benchmark import Benchmark
+from ..item_runner import progress
 from ..paths import INSTANCES_DIR
 from . import outputs
 from .items import SuiteCollector, register_markers
@@ -116,12 +116,8 @@ class WildClawBench(Benchmark):
         cfg = run_session.cfg
         harness_cls = get_harness_class(cfg.harness_spec)
         runner = Runner(cfg, self.options, harness_cls(cfg.model, cfg.harness_options), docker_client(),
-                        progress=_progress)
-        if harness_cls.needs_model:
-            from ..gateway.run import RunGateway
-
-            runner.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,
-                                        shaping=cfg.gateway_shaping)
+                        progress=progress)
+        runner.join_run_gateway()
         return runner
 
     def harness_defaults(self, harness: str) -> dict[str, str]:
@@ -157,7 +153,3 @@ class WildClawBench(Benchmark):
     def terminal_lines(self, run_dir):
         path = Path(run_dir) / "summary.json"
         return outputs.terminal_lines(json.loads(path.read_text())) if path.is_file() else []
-
-
-def _progress(message: str) -> None:
-    print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)

@@ -1,13 +1,13 @@
 """One WildClawBench task from start to finish: agent container, snapshot, grader container, outputs.
 
-As in the Claw-SWE-Bench runner, a task's folder is written as a hidden partial folder and renamed into
-place at the end, so a crash leaves each task complete or absent and a resume re-runs only what is absent
-or errored. Every container carries the run's labels, so `clawswe clean --run-id` finds them.
+As for Claw-SWE-Bench (both runners are item_runner.ItemRunner's), a task's folder is written as a hidden
+partial folder and renamed into place at the end, so a crash leaves each task complete or absent and a resume
+re-runs only what is absent or errored; a retryable infrastructure error re-runs the task once from scratch.
+Every container carries the run's labels, so `clawswe clean --run-id` finds them.
 """
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +15,10 @@ from pathlib import Path
 import docker.errors
 
 from ..harness import TaskContext
+from ..item_runner import ItemRunner
 from ..results import Usage
 from ..runner import RunConfig
-from ..workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, owner_label
+from ..workspace import LABEL_INSTANCE, LABEL_ROLE, InfraError, Workspace
 from . import agent, grader, services
 from .outputs import ERROR, FAILED, PASSED, RESULT, TaskResult, task_dir, task_score, write_task_files
 from .taskfile import Task, suite_root
@@ -33,31 +34,26 @@ class WildOptions:
     grade_timeout_s: float = 120.0
 
 
-class Runner:
-    def __init__(self, config: RunConfig, options: WildOptions, harness, client, progress=print):
-        self.config, self.options, self.harness, self.client, self.progress = config, options, harness, client, progress
-        self.gateway = None  # gateway.run.RunGateway
-        from ..prices import PriceBook
+class Runner(ItemRunner):
+    """WildClawBench's runner: a task's folder is tasks/<id>/, its result result.json (with score.json and
+    usage.json beside it)."""
 
-        self.prices = PriceBook.from_file(config.prices_file)
-        self._harness_ready = False
+    RESULT_FILE = RESULT
+    result_type = TaskResult
+
+    def __init__(self, config: RunConfig, options: WildOptions, harness, client, progress=print):
+        super().__init__(config, harness, client, progress)
+        self.options = options
         self._images: tuple[str, str] | None = None
 
-    def close(self) -> None:
-        if self._harness_ready:
-            self._harness_ready = False
-            self.harness.teardown()
+    def item_dir(self, task_id: str) -> Path:
+        return task_dir(self.config.run_dir, task_id)
 
-    @property
-    def labels(self) -> dict[str, str]:
-        return {LABEL_RUN: self.config.run_id, **owner_label()}
+    def item_id(self, task: Task) -> str:
+        return task.id
 
-    def finished(self, task_id: str) -> TaskResult | None:
-        meta = task_dir(self.config.run_dir, task_id) / RESULT
-        if not meta.is_file():
-            return None
-        result = TaskResult.from_json(json.loads(meta.read_text()))
-        return None if result.outcome == ERROR else result
+    def _write_result(self, work: Path, result: TaskResult) -> None:
+        write_task_files(work, result)
 
     # ------------------------------------------------------------------ gateway tokens
     def _register(self, instance_id: str, model: str, scripted: dict | None) -> str:
@@ -75,12 +71,11 @@ class Runner:
         return usage, records
 
     # ------------------------------------------------------------------ one task
-    def run(self, task: Task) -> TaskResult:
+    def _run_once(self, task: Task, carried: TaskResult | None) -> TaskResult:
+        # `carried` (the attempt an infrastructure error ended) is not added in: a task's usage is its last
+        # attempt's (Claw-SWE-Bench adds the failed attempt's to its metadata.json)
         cfg = self.config
-        final = task_dir(cfg.run_dir, task.id)
-        work = final.with_name(f".{task.id}.partial")
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
+        work, final = self._partial_folder(task.id)
         judge = self.options.judge_model
         result = TaskResult(task.id, task.name, task.category, task.modality, cfg.run_id, cfg.harness_name,
                             cfg.model, judge, pass_score=self.options.pass_score,
@@ -99,13 +94,7 @@ class Runner:
             raise
         finally:
             result.timings["total"] = round(time.monotonic() - started, 3)
-            write_task_files(work, result)
-            old = final.with_name(f".{task.id}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            if final.exists():
-                final.rename(old)
-            work.rename(final)
-            shutil.rmtree(old, ignore_errors=True)
+            self._commit(work, final, result, task.id)
         return result
 
     def _run(self, task: Task, work: Path, result: TaskResult) -> None:
@@ -122,9 +111,7 @@ class Runner:
             self._images = ensure_images(self.client, self.progress)
         task_image, grader_image = self._images
         timings["images"] = round(time.monotonic() - t, 3)
-        if not self._harness_ready:
-            self.harness.setup(self.client, cfg.run_id)
-            self._harness_ready = True
+        self._ensure_harness()
         prompt = task.full_prompt()
         if cfg.harness_name == "codex":
             prompt = agent.codex_prompt(task, suite, prompt)
