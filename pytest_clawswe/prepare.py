@@ -100,6 +100,7 @@ echo "--- objects"
 git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' | grep -E '^(commit|tag) ' || true
 echo "--- refs"
 git for-each-ref --format='%(objectname)'
+echo "--- end"
 """
 
 
@@ -116,6 +117,10 @@ def check_purged(ws: BaseWorkspace, base_commit: str) -> None:
             sections[current] = []
         elif line.strip():
             sections[current].append(line.strip())
+    if not sections["base"] or any(s not in sections for s in ("head", "ancestry", "objects", "refs", "end")):
+        # all of it or nothing: a cut answer (seen once under load: exit 0, no output) must not pass as clean
+        raise InfraError(f"the purge check of /testbed printed an incomplete answer "
+                         f"({len(result.output)} bytes); the item is retried from scratch")
     base = sections["base"][-1]
     allowed = set(sections["ancestry"])
     commits = {o.split()[1] for o in sections["objects"] if o.startswith("commit ")}
