@@ -162,10 +162,7 @@ class Runner(ItemRunner):
 
             ctx = TaskContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
             if self.gateway is not None:
-                from .gateway.run import container_address  # the token works from this container only
-
-                # a Docker workspace's container; another engine's BaseWorkspace has none yet (docs/scale-out.md)
-                address = container_address(ws.container, cfg.network)  # type: ignore[attr-defined]
+                address = ws.address(cfg.network)  # the token works from this sandbox only
                 ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance.instance_id, row, ctx.workdir,
                                                                            address=address)
             t = time.monotonic()

@@ -193,6 +193,11 @@ class Workspace(BaseWorkspace):
         truncated = size.strip().isdigit() and int(size) > max_output
         return ExecResult(code, output, time.monotonic() - start, truncated=truncated)
 
+    def address(self, network: str | None) -> str:
+        from .gateway.run import container_address
+
+        return container_address(self.container, network)
+
     def disk_used(self) -> int:
         """Bytes in the container's writable layer (what it added or changed on top of its image)."""
         # the list endpoint, not inspect: only it takes size=True in the SDK

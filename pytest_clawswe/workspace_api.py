@@ -79,6 +79,11 @@ class BaseWorkspace(abc.ABC):
     def disk_used(self) -> int:
         """Bytes the sandbox wrote on top of its image."""
 
+    @abc.abstractmethod
+    def address(self, network: str | None) -> str:
+        """The sandbox's address on `network` (None: the engine's default), which its gateway token is bound
+        to; "" when it has none there (then the token is not bound)."""
+
     def __enter__(self) -> "BaseWorkspace":
         return self.start()
 

@@ -8,7 +8,7 @@ from pytest_clawswe.workspace_api import BaseWorkspace, ExecResult
 def test_the_docker_workspace_implements_the_whole_interface():
     assert issubclass(Workspace, BaseWorkspace) and not Workspace.__abstractmethods__
     assert {"start", "remove", "exec", "kill_all", "write_file", "copy_in", "read_file", "copy_out",
-            "disk_used"} <= BaseWorkspace.__abstractmethods__
+            "disk_used", "address"} <= BaseWorkspace.__abstractmethods__
 
 
 def test_an_engine_that_leaves_out_a_method_cannot_be_made():
