@@ -1,4 +1,6 @@
-"""Per-instance accounting on disk: DIR/usage/<instance_id>.jsonl, one JSON line per model request.
+"""Per-instance accounting on disk: DIR/usage/<instance_id>.jsonl, one JSON line per model request
+(a gateway with several worker processes: worker k > 0 writes DIR/usage/<instance_id>@w<k>.jsonl, so no
+two processes ever append to one file; readers take them all).
 
 Every line is appended, flushed and fsynced before the request it counts is answered (or, when
 streamed, before the gateway lets go of it), so a crash of the gateway or of the run loses nothing
@@ -29,9 +31,20 @@ USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wri
 MAX_FIELD_CHARS = 200  # any string a request chose (its model name...) is cut to this in a record
 
 
-def usage_path(state_dir: str | Path, instance_id: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", instance_id) or "_"
-    return Path(state_dir) / "usage" / f"{safe}.jsonl"
+def _safe(instance_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", instance_id) or "_"
+
+
+def usage_path(state_dir: str | Path, instance_id: str, worker: int = 0) -> Path:
+    # "@" never occurs in a safe name: one instance's worker files cannot be another instance's file
+    suffix = f"@w{worker}" if worker else ""
+    return Path(state_dir) / "usage" / f"{_safe(instance_id)}{suffix}.jsonl"
+
+
+def usage_paths(state_dir: str | Path, instance_id: str) -> list[Path]:
+    """Every file holding records of the instance: worker 0's, then the other workers'."""
+    first = usage_path(state_dir, instance_id)
+    return [first, *sorted(first.parent.glob(f"{_safe(instance_id)}@w*.jsonl"))]
 
 
 def bounded(value: str, limit: int = MAX_FIELD_CHARS) -> str:
@@ -92,8 +105,9 @@ class Ledger:
 
     MAX_OPEN = 512
 
-    def __init__(self, state_dir: str | Path) -> None:
+    def __init__(self, state_dir: str | Path, worker: int = 0) -> None:
         self.state_dir = Path(state_dir)
+        self.worker = worker
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._files: OrderedDict[Path, object] = OrderedDict()
         self._syncers = ThreadPoolExecutor(64, thread_name_prefix="clawswe-fsync")
@@ -105,6 +119,8 @@ class Ledger:
         if fh is None:
             path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(path, "a", encoding="utf-8")
+            if fh.tell() and not _ends_with_newline(path):  # a process killed mid-line wrote here before
+                fh.write("\n")
             while len(self._files) >= self.MAX_OPEN:
                 self._files.popitem(last=False)[1].close()
         self._files[path] = fh
@@ -113,7 +129,7 @@ class Ledger:
     def _write(self, records: list[dict]) -> None:
         by_path: dict[Path, list[str]] = defaultdict(list)
         for record in records:
-            by_path[usage_path(self.state_dir, record["instance_id"])].append(
+            by_path[usage_path(self.state_dir, record["instance_id"], self.worker)].append(
                 json.dumps(record, separators=(",", ":")))
         handles = []
         for path, lines in by_path.items():
@@ -179,6 +195,12 @@ class Ledger:
                 return
 
 
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
+
+
 def _settle(future: asyncio.Future, exc: BaseException | None) -> None:
     if future.done():
         return
@@ -194,17 +216,21 @@ def append(state_dir: str | Path, record: dict) -> None:
 
 
 def read_records(state_dir: str | Path, instance_id: str, attempt: int | None = None) -> list[dict]:
-    """The records of one instance as written (all attempts, or one). A torn last line is skipped."""
-    path = usage_path(state_dir, instance_id)
-    if not path.is_file():
-        return []
-    records = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if attempt is None or record.get("attempt") == attempt:
-                records.append(record)
+    """The records of one instance as written (all attempts, or one), every worker's file, in time order.
+    A torn line is skipped."""
+    records, files = [], 0
+    for path in usage_paths(state_dir, instance_id):
+        if not path.is_file():
+            continue
+        files += 1
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if attempt is None or record.get("attempt") == attempt:
+                    records.append(record)
+    if files > 1:  # stable: one file's order stays within a millisecond
+        records.sort(key=lambda r: str(r.get("ts") or ""))
     return records

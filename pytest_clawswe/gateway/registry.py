@@ -34,6 +34,7 @@ class Registration:
     active: bool = True
     usage: Usage = field(default_factory=Usage)  # the records themselves are on disk only
     pending: set = field(default_factory=set)  # ledger writes under way
+    spec: dict = field(default_factory=dict)  # what registered it: how the other worker processes build it
 
 
 def _key(token: str) -> bytes:
@@ -51,10 +52,11 @@ def _address(value: str) -> str:
 
 
 class Registry:
-    def __init__(self, state_dir: str | Path, upstreams: list[Upstream] | tuple = ()) -> None:
+    def __init__(self, state_dir: str | Path, upstreams: list[Upstream] | tuple = (), worker: int = 0) -> None:
         self.state_dir = Path(state_dir)
         self.upstreams = list(upstreams)
-        self.ledger = ledger.Ledger(self.state_dir)
+        self.ledger = ledger.Ledger(self.state_dir, worker)
+        self.shared = False  # several worker processes: shaping memory is told to the others (cluster.py)
         self._by_key: dict[bytes, Registration] = {}
         self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -65,14 +67,8 @@ class Registry:
         (the container's address on the run network). Raises ValueError for what it can't serve."""
         if not instance_id:
             raise ValueError("register needs an instance_id")
-        check_upstream(model, self.upstreams)
-        reg = Registration(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, 0, address=_address(address))
-        if is_scripted(model):
-            config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
-            reg.scripted = scripted_for(config)
-        else:
-            reg.upstream, reg.upstream_model = resolve(model, self.upstreams)
-        reg.shaping = Shaping.select(reg.upstream, reg.upstream_model, harness, shaping)
+        reg = self._build(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, scripted, address, harness,
+                          shaping)
         with self._lock:
             earlier = self._attempts.get(instance_id)
             if earlier is None:  # a resumed run: continue the numbering found on disk
@@ -80,7 +76,38 @@ class Registry:
                               default=0)
             reg.attempt = self._attempts[instance_id] = earlier + 1
             self._by_key[_key(reg.token)] = reg
+        reg.spec = {"token": reg.token, "instance_id": instance_id, "model": model, "scripted": scripted,
+                    "address": address, "harness": harness, "shaping": shaping, "attempt": reg.attempt}
         return reg
+
+    def _build(self, token, instance_id, model, scripted, address, harness, shaping) -> Registration:
+        check_upstream(model, self.upstreams)
+        reg = Registration(token, instance_id, model, 0, address=_address(address))
+        if is_scripted(model):
+            config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
+            reg.scripted = scripted_for(config)
+        else:
+            reg.upstream, reg.upstream_model = resolve(model, self.upstreams)
+        reg.shaping = Shaping.select(reg.upstream, reg.upstream_model, harness, shaping)
+        if self.shared:
+            reg.shaping.unshared = []
+        return reg
+
+    def adopt(self, spec: dict, active: bool = True) -> Registration:
+        """A registration made by another worker process (its spec), or the one already here. A revoked
+        token stays revoked whatever order the messages arrive in."""
+        reg = self.lookup(spec["token"])
+        if reg is None:
+            reg = self._build(spec["token"], spec["instance_id"], spec["model"], spec.get("scripted"),
+                              spec.get("address") or "", spec.get("harness") or "", spec.get("shaping"))
+            reg.attempt, reg.spec = spec["attempt"], spec
+            with self._lock:
+                self._by_key[_key(reg.token)] = reg
+        reg.active = reg.active and active
+        return reg
+
+    def registrations(self) -> list[Registration]:
+        return list(self._by_key.values())
 
     def lookup(self, token: str | None) -> Registration | None:
         """The registration of a token, active or not (the admin API reads revoked ones too)."""

@@ -22,7 +22,7 @@ from multidict import CIMultiDict
 from . import redact, shaping, sse
 from .client import STATE_FILE
 from .conversation import remember
-from .ledger import bounded, make_record
+from .ledger import bounded, make_record, usage_of
 from .protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
 from .registry import Registration, Registry
 from .scripted import scripted_usage
@@ -88,8 +88,10 @@ def _upstream_headers(request: web.Request, up: Upstream) -> CIMultiDict:
 
 class Gateway:
     def __init__(self, state_dir, upstreams: Iterable[Upstream] = (), admin_token: str = "",
-                 max_body: int = MAX_BODY) -> None:
-        self.registry = Registry(state_dir, list(upstreams))
+                 max_body: int = MAX_BODY, worker: int = 0) -> None:
+        self.registry = Registry(state_dir, list(upstreams), worker)
+        self.leader = None  # cluster.Leader when this is worker 0 of several
+        self.follower = None  # cluster.Follower when this is one of the other workers
         self.admin_token = admin_token
         self.max_body = max_body
         self.http: aiohttp.ClientSession | None = None
@@ -197,6 +199,7 @@ class Gateway:
             log.exception("request of %s failed", reg.instance_id)
         finally:
             response, status, usage, error = result
+            await self._share(reg)
             record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
                                  status, time.monotonic() - started, usage,
                                  requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error)
@@ -260,7 +263,8 @@ class Gateway:
                     return self._rebuilt(protocol, wire, data, wants_stream, reg, request, forms)
                 collector = shape.stream_collector() if wire is CHAT else None
                 return await self._relay(request, protocol, upstream.status, out_headers,
-                                         upstream.content.iter_any(), hide_usage, forms, shape, collector)
+                                         upstream.content.iter_any(), hide_usage, forms, shape, collector,
+                                         share=lambda: self._share(reg))
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             reason = type(exc).__name__
             message = f"The gateway could not reach {up.name} ({reason})."
@@ -293,8 +297,19 @@ class Gateway:
                                     headers={"Content-Type": "application/json"})
         return response, 200, usage, None if usage else "no usage in the answer"
 
+    async def _share(self, reg) -> None:
+        """Several workers: reasoning remembered here reaches the others before the harness can go on."""
+        if not reg.shaping.unshared:
+            return
+        peer = self.leader or self.follower
+        try:
+            if peer is not None:
+                await peer.share(reg)
+        except Exception:  # the answer still goes out; only a later turn on another worker misses it
+            log.exception("could not share the reasoning memory of %s", reg.instance_id)
+
     async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
-                     forms: list[bytes], shape=None, collector=None):
+                     forms: list[bytes], shape=None, collector=None, share=None):
         """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
 
         def scrub(data: bytes) -> bytes:  # a provider error may echo the key: it must not reach a container
@@ -325,10 +340,12 @@ class Gateway:
         try:
             async for chunk in chunks:
                 # the events of one chunk go out in one write: one send, not one per event
-                await self._pass_events(response, reader, splitter.feed(chunk), hide_usage, scrub, collector)
-            await self._pass_events(response, reader, splitter.close(), hide_usage, scrub, collector)
+                await self._pass_events(response, reader, splitter.feed(chunk), hide_usage, scrub, collector, share)
+            await self._pass_events(response, reader, splitter.close(), hide_usage, scrub, collector, share)
             if collector is not None:  # before the end goes out: the harness's next turn may follow at once
                 collector.finish()
+                if share is not None:
+                    await share()
             await response.write_eof()
         except _ClientGone:  # the harness hung up; leaving here stops reading the upstream too
             status, error = CLIENT_GONE, "client disconnected"
@@ -337,7 +354,7 @@ class Gateway:
         return response, status, reader.usage, error
 
     @staticmethod
-    async def _pass_events(response, reader, events, hide_usage, scrub, collector=None) -> None:
+    async def _pass_events(response, reader, events, hide_usage, scrub, collector=None, share=None) -> None:
         out = []
         for event in events:
             try:
@@ -351,6 +368,8 @@ class Gateway:
             out.append(event.raw)
         if collector is not None and collector.done:  # remembered before the harness can see the end and go on
             collector.finish()
+            if share is not None:
+                await share()
         if not out:
             return
         try:
@@ -424,7 +443,9 @@ class Gateway:
             raise web.HTTPNotFound(text=json.dumps({"error": "unknown token"}), content_type="application/json")
         return reg
 
-    async def admin_register(self, request: web.Request) -> web.Response:
+    async def admin_register(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         body = await self._admin_body(request)
         try:
             reg = self.registry.register(str(body.get("instance_id") or ""), str(body.get("model") or ""),
@@ -432,23 +453,42 @@ class Gateway:
                                          harness=str(body.get("harness") or ""), shaping=body.get("shaping"))
         except ValueError as exc:
             return _json(400, {"error": str(exc)})
+        if self.leader is not None:  # every worker knows the token before anyone can use it
+            await self.leader.broadcast({"op": "add", "spec": reg.spec})
         log.info("registered %s #%d for %s", reg.instance_id, reg.attempt, reg.model)
         return _json(200, {"token": reg.token, "instance_id": reg.instance_id, "attempt": reg.attempt})
 
-    async def admin_usage(self, request: web.Request) -> web.Response:
+    async def admin_usage(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         reg = await self._admin_registration(request)
-        return _json(200, {"instance_id": reg.instance_id, "attempt": reg.attempt, "usage": vars(reg.usage)})
+        usage = reg.usage
+        if self.leader is not None:  # counted by several processes: the fsynced files have it all
+            await self.leader.broadcast({"op": "flush", "token": reg.token})
+            records = await self.registry.records(reg)
+            usage = usage_of(records)
+        return _json(200, {"instance_id": reg.instance_id, "attempt": reg.attempt, "usage": vars(usage)})
 
-    async def admin_requests(self, request: web.Request) -> web.Response:
+    async def admin_requests(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         reg = await self._admin_registration(request)
+        if self.leader is not None:
+            await self.leader.broadcast({"op": "flush", "token": reg.token})
         return _json(200, {"requests": await self.registry.records(reg)})
 
-    async def admin_unregister(self, request: web.Request) -> web.Response:
+    async def admin_unregister(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         reg = await self._admin_registration(request)
         self.registry.unregister(reg.token)
+        if self.leader is not None:  # revoked everywhere before the run is told so
+            await self.leader.broadcast({"op": "revoke", "token": reg.token, "spec": reg.spec})
         return _json(200, {"ok": True})
 
-    async def admin_health(self, request: web.Request) -> web.Response:
+    async def admin_health(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         if not self._is_admin(request):
             return _json(401, {"error": "bad admin token"})
         return _json(200, {"ok": True})
@@ -487,9 +527,10 @@ def url_for(host: str, port: int) -> str:
 
 
 async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: Iterable[Upstream] = (),
-                parent_pid: int | None = None) -> None:
+                parent_pid: int | None = None, workers: int = 1) -> None:
     """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
-    admin_token, pid) appears, atomically, once the socket is listening, and goes at a clean stop."""
+    admin_token, pid) appears, atomically, once the socket is listening, and goes at a clean stop.
+    workers > 1: this process is worker 0 and starts the others on the same port (cluster.py)."""
     import os
     import secrets
     import signal
@@ -498,36 +539,92 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
 
     from pytest_clawswe.results import write_atomic
 
+    from . import cluster
+    from .upstream import upstreams_to_json
+
+    upstreams = list(upstreams)
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
+    if workers > 1 and not cluster.can_share_port():
+        log.warning("this system cannot share a port between processes: one gateway worker")
+        workers = 1
     gateway = Gateway(state_dir, upstreams, secrets.token_urlsafe(32))
+    gateway.registry.shared = workers > 1
     runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
     await runner.setup()
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=512).start()
-    url = url_for(host, sock.getsockname()[1])
+    if workers > 1:
+        sock = cluster.reuse_port_socket(host, port)
+    else:
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
+    port = sock.getsockname()[1]
+    url = url_for(host, port)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    leader = None
+    if workers > 1:
+        leader = gateway.leader = cluster.Leader(gateway, state_dir, workers, host, port, upstreams_to_json(upstreams))
+        await leader.start()
     state_file = state_dir / STATE_FILE
     write_atomic(state_file, json.dumps({"url": url, "admin_token": gateway.admin_token, "pid": os.getpid(),
-                                         "host": host, "port": sock.getsockname()[1]}), private=True)
-    log.info("gateway listening on %s (pid %d)", url, os.getpid())
+                                         "host": host, "port": port, "workers": workers}), private=True)
+    log.info("gateway listening on %s (pid %d, %d worker%s)", url, os.getpid(), workers, "s" * (workers > 1))
     try:
         while not stop.is_set():
             if parent_pid and os.getppid() != parent_pid:  # orphaned: the run is gone
                 log.info("parent process %d is gone; stopping", parent_pid)
                 break
+            if leader is not None:
+                await leader.supervise()
             try:
                 await asyncio.wait_for(stop.wait(), timeout=0.5)
             except asyncio.TimeoutError:
                 pass
     finally:
         state_file.unlink(missing_ok=True)
+        if leader is not None:  # the workers first: their ledger writes are flushed as they stop
+            await leader.stop()
         await runner.cleanup()
         log.info("gateway stopped")
+
+
+async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -> None:
+    """Worker `index` of several (cluster.py): listens once it knows every token, until SIGTERM, or until
+    its leader (the parent) is gone."""
+    import os
+    import signal
+    from pathlib import Path
+
+    from . import cluster
+    from .upstream import upstreams_from_json
+
+    state_dir = Path(state_dir)
+    gateway = Gateway(state_dir, upstreams_from_json(settings["upstreams_json"]), settings["admin_token"],
+                      worker=index)
+    gateway.registry.shared = True
+    runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    follower = gateway.follower = cluster.Follower(gateway, index, settings["control_url"])
+    try:
+        await follower.start()  # the snapshot first: no request is refused for a token it does not know yet
+        sock = cluster.reuse_port_socket(settings["host"], settings["port"])
+        await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
+        while not stop.is_set() and not follower.closed.is_set():
+            if os.getppid() != parent_pid:
+                break
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=0.5)
+            except asyncio.TimeoutError:
+                pass
+    finally:
+        await runner.cleanup()
+        await follower.stop()
