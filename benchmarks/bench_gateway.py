@@ -91,7 +91,8 @@ def nginx_conf(workdir: Path, port: int, status_port: int) -> str:
             paced.append(f"echo -n '{event}';")
     log = f"access_log {workdir}/stub-access.log counted;"
     # keep-alive without limit: the proxies keep their upstream connections, as they would to a provider
-    return f"""
+    modules = "".join(f"load_module {m};\n" for m in sorted(Path("/usr/lib/nginx/modules").glob("*echo*.so")))
+    return f"""{modules}
 daemon off;
 worker_processes 1;
 pid {workdir}/nginx.pid;
@@ -129,10 +130,14 @@ class Stub:
         self.port, self.status_port = free_port(), free_port()
         conf = workdir / "nginx.conf"
         conf.write_text(nginx_conf(workdir, self.port, self.status_port))
-        self.process = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(workdir)], start_new_session=True,
-                                        stdout=subprocess.DEVNULL, stderr=open(workdir / "nginx.out", "wb"))
+        self.process = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(workdir), "-e", str(workdir / "nginx.err")],
+                                        start_new_session=True, stdout=subprocess.DEVNULL,
+                                        stderr=open(workdir / "nginx.out", "wb"))
         self.url = f"http://127.0.0.1:{self.port}"
-        wait_http(f"http://127.0.0.1:{self.status_port}/status", process=self.process)
+        try:
+            wait_http(f"http://127.0.0.1:{self.status_port}/status", process=self.process)
+        except RuntimeError:
+            raise RuntimeError("nginx did not start: " + (workdir / "nginx.out").read_text()[-500:]) from None
         self.peak = 0
         self._sampling = False
 
@@ -254,7 +259,7 @@ def run_wrk(url: str, tokens: list[str], model: str, stream: bool, concurrency: 
                                  "body": lua_string(json.dumps(body(model, stream))),
                                  "tokens": ", ".join(lua_string(t) for t in tokens),
                                  "delay": DELAY_LUA if ramp_ms else ""})
-    cmd = ["wrk", "-t1", f"-c{concurrency}", f"-d{seconds}s", "--timeout", "60s", "-s", str(script), url]
+    cmd = ["wrk", "-t1", f"-c{concurrency}", f"-d{max(1, round(seconds))}s", "--timeout", "60s", "-s", str(script), url]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out = proc.stdout.read().decode(errors="replace")
     _, status, rusage = os.wait4(proc.pid, 0)

@@ -89,6 +89,10 @@ class GatewayClient:
     def health(self) -> bool:
         return bool(self._call("/_admin/health").get("ok"))
 
+    def workers(self) -> int:
+        """How many worker processes serve the port right now (they join after the gateway is up)."""
+        return int(self._call("/_admin/health").get("workers") or 1)
+
     def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
                  harness: str = "", shaping: str | list[str] | None = None) -> str:
         """A token for one run of one instance. `scripted` (for scripted/* models):

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from pytest_clawswe.results import Usage
 
+from . import fastjson
+
 # fdatasync: the appended bytes and the new file size, without the timestamps fsync also writes
 _sync = getattr(os, "fdatasync", os.fsync)
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -118,9 +120,9 @@ class Ledger:
         fh = self._files.pop(path, None)
         if fh is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fh = open(path, "a", encoding="utf-8")
+            fh = open(path, "ab")
             if fh.tell() and not _ends_with_newline(path):  # a process killed mid-line wrote here before
-                fh.write("\n")
+                fh.write(b"\n")
             while len(self._files) >= self.MAX_OPEN:
                 self._files.popitem(last=False)[1].close()
         self._files[path] = fh
@@ -129,12 +131,11 @@ class Ledger:
     def _write(self, records: list[dict]) -> None:
         by_path: dict[Path, list[str]] = defaultdict(list)
         for record in records:
-            by_path[usage_path(self.state_dir, record["instance_id"], self.worker)].append(
-                json.dumps(record, separators=(",", ":")))
+            by_path[usage_path(self.state_dir, record["instance_id"], self.worker)].append(fastjson.dumps(record))
         handles = []
         for path, lines in by_path.items():
             fh = self._file(path)
-            fh.write("\n".join(lines) + "\n")
+            fh.write(b"\n".join(lines) + b"\n")
             fh.flush()
             handles.append(fh)
         if len(handles) == 1:

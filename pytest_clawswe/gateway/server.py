@@ -19,7 +19,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from . import redact, shaping, sse
+from . import fastjson, redact, shaping, sse
 from .client import STATE_FILE
 from .conversation import remember
 from .ledger import bounded, make_record, usage_of
@@ -157,7 +157,7 @@ class Gateway:
             self._inflight -= size
             chunks.clear()
         try:
-            body = json.loads(raw)
+            body = fastjson.loads(raw)
         except (ValueError, UnicodeDecodeError):
             return _error(protocol, 400, "The request body is not valid JSON.", "invalid_request_error")
         if not isinstance(body, dict):
@@ -255,7 +255,7 @@ class Gateway:
         headers = _upstream_headers(request, up)
         forms = redact.key_forms(key)
         try:
-            async with self.http.post(url, data=json.dumps(body).encode(), headers=headers) as upstream:
+            async with self.http.post(url, data=fastjson.dumps(body), headers=headers) as upstream:
                 out_headers = CIMultiDict((k, v) for k, v in upstream.headers.items()
                                           if k.lower() not in _DROP_RESPONSE and not redact.contains(v, forms))
                 if rebuild and upstream.status < 400:
@@ -264,7 +264,7 @@ class Gateway:
                 collector = shape.stream_collector() if wire is CHAT else None
                 return await self._relay(request, protocol, upstream.status, out_headers,
                                          upstream.content.iter_any(), hide_usage, forms, shape, collector,
-                                         share=lambda: self._share(reg))
+                                         share=lambda: self._share(reg), drain=upstream.content.read_nowait)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             reason = type(exc).__name__
             message = f"The gateway could not reach {up.name} ({reason})."
@@ -309,7 +309,7 @@ class Gateway:
             log.exception("could not share the reasoning memory of %s", reg.instance_id)
 
     async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
-                     forms: list[bytes], shape=None, collector=None, share=None):
+                     forms: list[bytes], shape=None, collector=None, share=None, drain=None):
         """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
 
         def scrub(data: bytes) -> bytes:  # a provider error may echo the key: it must not reach a container
@@ -321,7 +321,7 @@ class Gateway:
             data = b"".join([c async for c in chunks])
             usage, error = None, None
             try:
-                obj = json.loads(data)
+                obj = fastjson.loads(data)
                 if isinstance(obj, dict) and status < 400:
                     usage = protocol.usage_from_body(obj)
                     if shape is not None and protocol is CHAT:
@@ -334,10 +334,13 @@ class Gateway:
             return web.Response(status=status, body=scrub(data), headers=headers), status, usage, error
 
         response = web.StreamResponse(status=status, headers=headers)
-        await response.prepare(request)
         reader, splitter = protocol.stream_reader(), sse.Splitter()
         error = None
         try:
+            try:
+                await response.prepare(request)
+            except ConnectionError as exc:
+                raise _ClientGone from exc
             async for chunk in chunks:
                 # the events of one chunk go out in one write: one send, not one per event
                 await self._pass_events(response, reader, splitter.feed(chunk), hide_usage, scrub, collector, share)
@@ -349,6 +352,11 @@ class Gateway:
             await response.write_eof()
         except _ClientGone:  # the harness hung up; leaving here stops reading the upstream too
             status, error = CLIENT_GONE, "client disconnected"
+            try:  # but what the provider already sent is counted: its usage may be in it
+                for event in splitter.feed(drain() if drain else b"") + splitter.close():
+                    reader.feed(event)
+            except Exception:
+                log.warning("could not read usage from the rest of a %s answer", protocol.name)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             error = f"upstream stream broke: {type(exc).__name__}"
         return response, status, reader.usage, error
@@ -491,7 +499,8 @@ class Gateway:
             return await self.follower.admin(request)
         if not self._is_admin(request):
             return _json(401, {"error": "bad admin token"})
-        return _json(200, {"ok": True})
+        workers = 1 + len(self.leader.sockets) if self.leader is not None else 1  # serving right now
+        return _json(200, {"ok": True, "workers": workers})
 
 
 class _ClientGone(Exception):

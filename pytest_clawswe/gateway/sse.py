@@ -5,6 +5,8 @@ harness byte for byte while the gateway still reads every event's data (for the 
 from __future__ import annotations
 
 import json
+
+from . import fastjson
 import re
 
 # an event ends at the first blank line; the spec allows \n, \r\n and \r line endings
@@ -57,7 +59,7 @@ class Event:
         """The data as a JSON object, or None for `[DONE]`, comments and anything not JSON."""
         if self._json is _UNSET:
             try:
-                value = json.loads(self.data)
+                value = fastjson.loads(self.data)
             except ValueError:
                 value = None
             self._json = value if isinstance(value, dict) else None
