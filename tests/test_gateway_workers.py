@@ -208,3 +208,53 @@ def test_one_worker_is_one_process(tmp_path):
         token = gw.client().register("workers__one", "scripted/noop")
         assert _post(gw.url, token)[0] == 200
         assert [p.name for p in _files_with_records(gw.state_dir, "workers__one")] == ["workers__one.jsonl"]
+
+
+def test_deepseek_reasoning_memory_reaches_every_worker(tmp_path, monkeypatch):
+    """Shaping memory learnt by one worker is there for the agent's next turn on any other: each turn on a
+    fresh connection (so on any worker), the next turn must carry the reasoning back."""
+    from gateway_stub import Stub, chat_answer, sse
+
+    from pytest_clawswe.gateway import Upstream
+
+    def answer(path, body, headers):
+        turn = len(body["messages"])
+        call = {"id": f"call_{turn}", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+        if not body.get("stream"):
+            data = chat_answer(body["model"], content=None, tool_calls=[call], reasoning=f"R{turn}")
+            return 200, "application/json", json.dumps(data).encode()
+        base = {"id": "s", "object": "chat.completion.chunk", "created": 1, "model": body["model"]}
+        deltas = [{"role": "assistant", "reasoning_content": f"R{turn}"}, {"tool_calls": [{"index": 0, **call}]}]
+        events = [sse({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}) for d in deltas]
+        events.append(sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
+        events.append(sse({**base, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}))
+        return events + [sse("[DONE]")]
+
+    monkeypatch.setenv("CLAWSWE_TEST_WORKERS_KEY", "sk-workers-test-key-0123456789")
+    with Stub(answer) as stub, GatewayProcess.start(tmp_path / "gw", [Upstream("deepseek", stub.url + "/v1",
+                                                                      "CLAWSWE_TEST_WORKERS_KEY")],
+                                                     workers=WORKERS) as gw:
+        _wait_workers(gw)
+        token = gw.client().register("workers__ds", "deepseek/deepseek-chat", shaping="deepseek_reasoning")
+        host = gw.url.split("//", 1)[1]
+        messages = [{"role": "user", "content": "go"}]
+        for turn in range(12):
+            stream = turn % 2 == 1
+            conn = http.client.HTTPConnection(host, timeout=30)  # a new connection: any worker
+            conn.request("POST", "/v1/chat/completions", json.dumps({"model": "ds", "messages": messages,
+                                                                     "stream": stream}),
+                         {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            assert resp.status == 200
+            resp.read()
+            conn.close()
+            sent = stub.seen[-1]["body"]["messages"]
+            for message in sent:  # every earlier assistant turn carries its reasoning back
+                if message["role"] == "assistant":
+                    assert message.get("reasoning_content") == f"R{message['tool_calls'][0]['id'][5:]}", sent
+            call_id = f"call_{len(messages)}"
+            messages = messages + [
+                {"role": "assistant", "content": None,
+                 "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "shell", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": call_id, "content": "ok"}]
+        assert len(_files_with_records(gw.state_dir, "workers__ds")) >= 2
