@@ -77,7 +77,9 @@ def _with_usage_requested(protocol: Protocol, body: dict) -> tuple[dict, bool]:
 
 def _upstream_headers(request: web.Request, up: Upstream) -> CIMultiDict:
     """The harness's headers (anthropic-version, betas, user agent...) with the real key instead of its token."""
-    headers = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST)
+    headers = request.headers.copy()  # C-level copy, then the few dropped: quicker than filtering each
+    for name in _DROP_REQUEST:
+        headers.popall(name, None)
     headers.update(up.auth_headers())
     if up.auth == "x-api-key":
         headers.setdefault("anthropic-version", "2023-06-01")
@@ -189,7 +191,7 @@ class Gateway:
         if isinstance(parsed, web.StreamResponse):
             return parsed
         raw, body = parsed
-        result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None, "internal")
+        result = None  # (response, status, usage, error); the 500 is built only when needed
         try:
             if reg.scripted is not None:
                 result = await self._scripted(request, protocol, reg, body, len(raw))
@@ -198,6 +200,9 @@ class Gateway:
         except Exception:  # a bug must not take the gateway down; the harness sees a 500
             log.exception("request of %s failed", reg.instance_id)
         finally:
+            if result is None:
+                result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None,
+                          "internal")
             response, status, usage, error = result
             await self._share(reg)
             record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
@@ -343,8 +348,10 @@ class Gateway:
                 raise _ClientGone from exc
             async for chunk in chunks:
                 # the events of one chunk go out in one write: one send, not one per event
-                await self._pass_events(response, reader, splitter.feed(chunk), hide_usage, scrub, collector, share)
-            await self._pass_events(response, reader, splitter.close(), hide_usage, scrub, collector, share)
+                await self._pass_events(response, reader, splitter.feed_raw(chunk), hide_usage, scrub, collector,
+                                        share)
+            await self._pass_events(response, reader, [e.raw for e in splitter.close()], hide_usage, scrub,
+                                    collector, share)
             if collector is not None:  # before the end goes out: the harness's next turn may follow at once
                 collector.finish()
                 if share is not None:
@@ -362,9 +369,14 @@ class Gateway:
         return response, status, reader.usage, error
 
     @staticmethod
-    async def _pass_events(response, reader, events, hide_usage, scrub, collector=None, share=None) -> None:
+    async def _pass_events(response, reader, raws: list[bytes], hide_usage, scrub, collector=None,
+                           share=None) -> None:
         out = []
-        for event in events:
+        for raw in raws:
+            if collector is None and b'"usage"' not in raw:  # read only for its usage: the rest passes unread
+                out.append(raw)
+                continue
+            event = sse.Event(raw)
             try:
                 reader.feed(event)
                 if collector is not None:

@@ -84,14 +84,17 @@ class Splitter:
         self._buf = b""
 
     def feed(self, chunk: bytes) -> list[Event]:
-        self._buf += chunk
-        events = []
-        while True:
-            match = _EVENT_END.search(self._buf)
-            if not match:
-                return events
-            raw, self._buf = self._buf[: match.end()], self._buf[match.end():]
-            events.append(parse_event(raw))
+        return [parse_event(raw) for raw in self.feed_raw(chunk)]
+
+    def feed_raw(self, chunk: bytes) -> list[bytes]:
+        """The complete events' raw bytes (the relay makes an Event only of the few it reads)."""
+        buf = self._buf + chunk if self._buf else chunk
+        raws, start = [], 0
+        for match in _EVENT_END.finditer(buf):
+            raws.append(buf[start:match.end()])
+            start = match.end()
+        self._buf = buf[start:]  # one copy of the rest, not one per event
+        return raws
 
     def close(self) -> list[Event]:
         """Whatever is left when the stream ends (a last event without its blank line)."""
