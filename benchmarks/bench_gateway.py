@@ -141,12 +141,14 @@ class Stub:
         self.peak = 0
         self._sampling = False
 
-    def answered(self) -> int:
+    def answered(self) -> tuple[int, int]:
+        """(requests answered in full, requests its client left before the end: nginx's 499)."""
         try:
             with open(self.workdir / "stub-access.log", "rb") as fh:
-                return sum(1 for line in fh if line.strip() == b"200")
+                statuses = [line.strip() for line in fh]
         except FileNotFoundError:
-            return 0
+            return 0, 0
+        return statuses.count(b"200"), statuses.count(b"499")
 
     def in_flight(self) -> int:
         text = urllib.request.urlopen(f"http://127.0.0.1:{self.status_port}/status", timeout=5).read().decode()
@@ -289,7 +291,7 @@ class Target:
     def tokens(self, stub_kind: str, stream: bool, concurrency: int) -> list[str]:
         return ["sk-none"]
 
-    def check(self, answered: int) -> dict:
+    def check(self, answered: int, cut: int) -> dict:
         return {}
 
     def stop(self) -> None:
@@ -333,9 +335,12 @@ class Gateway(Target):
         self.registered = [self.client.register(name, f"{model}/m") for name in self.names]
         return self.registered
 
-    def check(self, answered: int) -> dict:
-        """The gateway's counts against what the stub answered: requests equal, tokens = requests x usage."""
-        from pytest_clawswe.gateway import read_usage
+    def check(self, answered: int, cut: int) -> dict:
+        """The gateway's counts against the stub's: one counted request per request the stub saw (answered in
+        full, or left by the gateway when wrk hung up at the end), each answered one with exactly the stub's
+        usage, a cut one with it or (cut before the usage event) none; the admin API's totals (summed over
+        the workers' fsynced files) equal to the files read here."""
+        from pytest_clawswe.gateway.ledger import read_records, usage_of
         from pytest_clawswe.results import Usage
 
         deadline = time.monotonic() + 15  # requests wrk left in flight finish after it stops
@@ -343,16 +348,21 @@ class Gateway(Target):
             total = Usage()
             for token in self.registered:
                 total += self.client.usage(token)
-            if total.requests >= answered or time.monotonic() > deadline:
+            if total.requests >= answered + cut or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-        on_disk = Usage()
-        for name in self.names:
-            on_disk += read_usage(self.process.state_dir, name)
-        expected = {k: v * total.requests for k, v in PER_REQUEST.items()}
-        exact = (total.requests == answered and on_disk == total
-                 and all(getattr(total, k) == expected[k] for k in PER_REQUEST))
-        return {"tokens_exact": exact, "requests_counted": total.requests, "requests_on_disk": on_disk.requests}
+        records = [r for name in self.names for r in read_records(self.process.state_dir, name)]
+        full = dict(PER_REQUEST)
+
+        def tokens(r):
+            return {k: r[k] for k in PER_REQUEST}
+
+        zero = dict.fromkeys(PER_REQUEST, 0)
+        exact = (total.requests == answered + cut == len(records) and usage_of(records) == total
+                 and all(tokens(r) == full for r in records if r["status"] == 200)
+                 and all(tokens(r) in (full, zero) for r in records if r["status"] != 200))
+        return {"tokens_exact": exact, "requests_counted": total.requests, "requests_on_disk": len(records),
+                "requests_cut": sum(r["status"] != 200 for r in records)}
 
     def stop(self) -> None:
         self.process.stop()
@@ -416,8 +426,8 @@ def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, se
     peak = stub.stop_sampling()
     cpu, stub_cpu = target.cpu_s() - cpu0, stub.cpu_s() - stub_cpu0
     time.sleep(1.2 if stub_kind == "real" else 0.2)  # what wrk left in flight reaches the stub
-    answered = stub.answered() - answered0
-    checked = target.check(answered)
+    answered, cut = (now - then for now, then in zip(stub.answered(), answered0))
+    checked = target.check(answered, cut)
     done = wrk["requests"]
     elapsed = wrk["duration_us"] / 1e6
     errors = wrk["connect"] + wrk["read"] + wrk["write"] + wrk["status"] + wrk["timeout"]
@@ -425,7 +435,8 @@ def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, se
     return {"stub": stub_kind, "target": target.name, "stream": stream, "concurrency": c,
             "requests": done, "errors": errors, "seconds": round(elapsed, 2),
             "req_per_s": round(done / elapsed, 1), "p50_ms": round(wrk["p50_us"] / 1000, 2),
-            "p99_ms": round(wrk["p99_us"] / 1000, 2), "stub_answered": answered, "stub_peak_in_flight": peak,
+            "p99_ms": round(wrk["p99_us"] / 1000, 2), "stub_answered": answered, "stub_cut": cut,
+            "stub_peak_in_flight": peak,
             "proxy_cpu_ms_per_req": round(cpu * 1000 / per, 3) if target.pid else None,
             "wrk_cpu_ms_per_req": round(wrk["cpu_s"] * 1000 / per, 3),
             "stub_cpu_ms_per_req": round(stub_cpu * 1000 / per, 3),

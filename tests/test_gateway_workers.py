@@ -155,10 +155,11 @@ def test_a_killed_worker_loses_no_answered_request_and_is_restarted(tmp_path):
 
         with ThreadPoolExecutor(12) as pool:
             list(pool.map(one, range(400)))
-        assert len(answered) >= 300
+        assert len(answered) >= 300, len(answered)
         usage = client.usage(token)
-        assert usage.requests >= len(answered)  # a cut request may be counted too: the provider answered it
-        assert usage.output_tokens >= sum(u["completion_tokens"] for u in answered)
+        # a cut request may be counted too (the model answered it); an answered one is never missing
+        assert usage.requests >= len(answered), (usage, len(answered))
+        assert usage.output_tokens >= sum(u["completion_tokens"] for u in answered), (usage, answered)
         assert read_usage(gw.state_dir, "workers__kill") == usage
         deadline = time.monotonic() + 30  # the leader starts the worker again
         while len(_children(gw.pid)) < WORKERS - 1 or client.workers() < WORKERS:

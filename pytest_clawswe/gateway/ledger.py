@@ -95,7 +95,7 @@ def _write_group(state_dir: Path, records: list[dict]) -> None:
 
 
 class Ledger:
-    """Group commit on the event loop. `commit(record)` (async) returns once the record is on disk.
+    """Group commit on the event loop. `commit(record)` gives a future, done once the record is on disk.
 
     Records committed while a group's fsyncs are under way wait on the loop and go together into the next
     group: one write() per file (on the loop: it only copies into the page cache), then the fdatasyncs in
@@ -141,14 +141,15 @@ class Ledger:
             fds.append(fd)
         return fds
 
-    async def commit(self, record: dict) -> None:
+    def commit(self, record: dict) -> asyncio.Future:
+        """Queue the record now (on the running loop); the future is done once it is on disk."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._pending.append((record, future))
         if not self._busy:
             self._busy = True
             loop.call_soon(self._start_group, loop)  # the records of this loop iteration join the group
-        await future
+        return future
 
     def _start_group(self, loop) -> None:
         group, self._pending = self._pending, []

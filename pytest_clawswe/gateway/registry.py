@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ipaddress
+import logging
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from .scripted_wildclaw import scripted_for
 from .upstream import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
 
 TOKEN_PREFIX = "clawswe-"
+log = logging.getLogger("clawswe.gateway")
 
 
 @dataclass
@@ -132,19 +134,19 @@ class Registry:
         reg.active = False
         return True
 
-    async def record(self, reg: Registration, record: dict) -> None:
-        """Count one model request: in memory at once (the admin API sees it), and returns once it is
-        on disk (group-committed)."""
+    def record_nowait(self, reg: Registration, record: dict) -> asyncio.Future:
+        """Count one model request: in memory at once (the admin API sees it), and on disk once the returned
+        future is done (group-committed). The admin API waits for `reg.pending` before it reads the disk."""
         reg.usage += ledger.usage_of([record])
-        commit = asyncio.ensure_future(self.ledger.commit(record))
+        commit = self.ledger.commit(record)  # queued now: a stop right after still writes it (Ledger.close)
         reg.pending.add(commit)
-        try:
-            await asyncio.shield(commit)
-        finally:
-            if commit.done():
-                reg.pending.discard(commit)
-            else:
-                commit.add_done_callback(reg.pending.discard)
+        commit.add_done_callback(reg.pending.discard)
+        commit.add_done_callback(_report)
+        return commit
+
+    async def record(self, reg: Registration, record: dict) -> None:
+        """record_nowait, returning once the record is on disk."""
+        await asyncio.shield(self.record_nowait(reg, record))
 
     async def records(self, reg: Registration) -> list[dict]:
         """The records of this registration, read from disk once every pending write is there."""
@@ -154,6 +156,11 @@ class Registry:
 
     def close(self) -> None:
         self.ledger.close()
+
+
+def _report(commit: asyncio.Future) -> None:
+    if not commit.cancelled() and commit.exception() is not None:
+        log.error("a usage record could not be written: %s", commit.exception())
 
 
 def _normal(remote: str | None) -> str:

@@ -208,7 +208,10 @@ class Gateway:
             record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
                                  status, time.monotonic() - started, usage,
                                  requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error)
-            await self.registry.record(reg, record)
+            if response.prepared:  # a stream, over already: its line is synced right after, the
+                self.registry.record_nowait(reg, record)  # connection's next request need not wait for it
+            else:  # a plain answer goes out once its line is on disk
+                await self.registry.record(reg, record)
             try:
                 remember(self.registry.state_dir, reg, protocol, body, response)
             except Exception:  # the transcript record must never cost the agent its answer
