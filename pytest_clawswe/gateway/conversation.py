@@ -66,8 +66,7 @@ def _args(raw) -> dict:
 
 def remember(state_dir, reg, protocol, body: dict, response=None) -> None:
     """Keep this request if it is the attempt's longest so far (called for every model request)."""
-    folder = Path(state_dir) / DIR_NAME
-    if not folder.is_dir():
+    if not os.path.isdir(os.path.join(state_dir, DIR_NAME)):  # one stat: this runs for every model request
         return
     path = conversation_path(state_dir, reg.instance_id)
     # several gateway worker processes may serve one attempt: keep-the-longest is read and written under a lock
