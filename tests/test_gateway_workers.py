@@ -259,3 +259,29 @@ def test_deepseek_reasoning_memory_reaches_every_worker(tmp_path, monkeypatch):
                  "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "shell", "arguments": "{}"}}]},
                 {"role": "tool", "tool_call_id": call_id, "content": "ok"}]
         assert len(_files_with_records(gw.state_dir, "workers__ds")) >= 2
+
+
+def test_the_conversation_record_keeps_the_longest_request_whichever_worker_served_it(cluster):
+    from pytest_clawswe.gateway import conversation
+
+    (cluster.state_dir / conversation.DIR_NAME).mkdir(exist_ok=True)
+    client = cluster.client()
+    client.register("workers__conv", "scripted/noop")  # attempt 1: the record must follow attempt 2
+    token = client.register("workers__conv", "scripted/noop")
+    host = cluster.url.split("//", 1)[1]
+
+    def send(n: int) -> int:
+        messages = [{"role": "user", "content": f"turn {i}"} for i in range(n)]
+        conn = http.client.HTTPConnection(host, timeout=30)  # a new connection: any worker
+        conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": messages}),
+                     {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        status = conn.getresponse().status
+        conn.close()
+        return status
+
+    sizes = [n for n in range(1, 41)] * 2
+    with ThreadPoolExecutor(12) as pool:
+        assert set(pool.map(send, sizes[::-1])) == {200}
+    kept = conversation.load(cluster.state_dir, "workers__conv")
+    assert (kept["attempt"], kept["size"], len(kept["request"]["messages"])) == (2, 40, 40)
+    assert not list((cluster.state_dir / conversation.DIR_NAME).glob("*.tmp"))
