@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import aiohttp
@@ -67,6 +68,9 @@ class Leader:
         self.host, self.port = host, port
         self.upstreams_json = upstreams_json
         self.processes: dict[int, subprocess.Popen] = {}
+        self.started: dict[int, float] = {}
+        self.restart_at: dict[int, float] = {}
+        self.delay: dict[int, float] = {}
         self.sockets: dict[int, web.WebSocketResponse] = {}
         self.waiting: dict[int, tuple[int, asyncio.Future]] = {}  # message id -> (worker, its ack)
         self.ids = itertools.count(1)
@@ -106,13 +110,23 @@ class Leader:
         process.stdin.write(json.dumps(settings).encode())  # the secret never on a command line
         process.stdin.close()
         self.processes[index] = process
+        self.started[index] = time.monotonic()
 
     async def supervise(self) -> None:
-        """Called twice a second: a worker that died is started again."""
+        """Called twice a second: a worker that died is started again (after 0.5 s, doubling up to 30 s while
+        it keeps dying within a minute of its start)."""
+        now = time.monotonic()
         for index, process in list(self.processes.items()):
-            if process.poll() is not None and not self.stopping:
-                log.warning("gateway worker %d exited (%s); starting it again", index, process.returncode)
-                await asyncio.sleep(RESTART_DELAY)
+            if process.poll() is None or self.stopping:
+                continue
+            if index not in self.restart_at:
+                quick = now - self.started.get(index, 0) < 60
+                self.delay[index] = min(30.0, self.delay.get(index, RESTART_DELAY / 2) * 2) if quick else RESTART_DELAY
+                self.restart_at[index] = now + self.delay[index]
+                log.warning("gateway worker %d exited (%s); starting it again in %.1f s", index, process.returncode,
+                            self.delay[index])
+            if now >= self.restart_at[index]:
+                del self.restart_at[index]
                 self._spawn(index)
 
     async def stop(self) -> None:
