@@ -26,6 +26,6 @@ pytest --benchmark wildclaw --dataset demo --harness "$harness" --model scripted
 clawswe report "$wild_dir" --out "$wild_dir/report"
 
 echo "Claw-SWE-Bench results: $run_dir (report: $run_dir/report/index.html)"
-echo "WildClawBench results:  $wild_dir (report tables and bars: $wild_dir/report/)"
+echo "WildClawBench results:  $wild_dir (report: $wild_dir/report/index.html)"
 [ "$status" -ne 0 ] && exit "$status"
 exit $wild_status

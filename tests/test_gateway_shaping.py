@@ -208,7 +208,11 @@ def test_describe_says_what_a_run_will_do():
     assert zc["setting"] == "auto" and zc["defaults"] == zc["active"]
     off = describe("deepseek/deepseek-chat", "zeroclaw", "off")
     assert off["active"] == [] and off["setting"] == "off" and off["defaults"] == zc["active"]
-    assert describe("scripted/gold", "zeroclaw")["active"][0] == "zeroclaw_tools"
+    scripted = describe("scripted/gold", "zeroclaw")
+    # the scripted model answers inside the gateway: only the tool filter acts; the rest is listed as not applied
+    assert scripted["active"] == ["zeroclaw_tools"]
+    assert scripted["not_applied"] == ["zeroclaw_responses_chat", "zeroclaw_no_stream"]
+    assert scripted["defaults"] == ["zeroclaw_tools", "zeroclaw_responses_chat", "zeroclaw_no_stream"]
     assert describe("openrouter/qwen/qwen3", "hermes")["active"] == []
     assert set(zc["active"]) <= set(NAMES)
     with pytest.raises(ValueError, match="unknown gateway shaping 'cache'"):

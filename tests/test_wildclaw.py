@@ -334,6 +334,77 @@ def test_report_views_recompute_from_task_folders(tmp_path, capsys):
     assert (tmp_path / "out" / "wildclaw_per_category.png").stat().st_size > 0
 
 
+REAL_RUN = Path(__file__).parent / "data" / "wildclaw-run-gold"  # the small files of a real claude-code gold run
+AGENT_TEXT = '<script>alert("x")</script>'
+
+
+def copy_real_run(tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(REAL_RUN, tmp_path / "runs" / REAL_RUN.name))
+
+
+def test_html_report_of_a_real_run_has_categories_tasks_and_the_paper(tmp_path):
+    from pytest_clawswe.cli import main
+
+    run = copy_real_run(tmp_path)
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<title>WildClawBench report</title>" in page
+    for category in ("Productivity Flow", "Code Intelligence", "Social Interaction", "Search &amp; Retrieval",
+                     "Creative Synthesis", "Safety Alignment"):  # every category of the paper, ours or not run
+        assert f"<td class=\"text\">{category}</td>" in page
+    results = {p.parent.name: json.loads(p.read_text()) for p in run.glob("tasks/*/result.json")}
+    for task_id, r in results.items():
+        assert f'id="run-0-{task_id}"' in page and f"{r['overall_score']:.3f}" in page
+    judged = results["01_Productivity_Flow_task_1_meeting_slots"]
+    assert "summary_quality 1" in page  # a grader criterion
+    assert f"answered ({judged['judge_usage']['requests']} call(s)" in page
+    assert "score 1.0: The summary lists every meeting" in page  # the judge's verdict, from the gateway record
+    assert 'src="wildclaw_per_category.png"' in page and (tmp_path / "out" / "wildclaw_per_category.png").is_file()
+    assert "GPT-5.4" in page and "50.3" in page  # the published tables
+    assert 'href="../runs/wildclaw-run-gold/tasks/03_Social_Interaction_task_3_release_blockers/audit"' in page
+    assert "<h2 id=\"s4\">Errors</h2><p class=\"note\">(none)</p>" in page
+
+
+def test_task_controlled_text_is_escaped_and_an_error_is_not_a_score(tmp_path):
+    from pytest_clawswe.cli import main
+
+    run = copy_real_run(tmp_path)
+    path = run / "tasks" / "02_Code_Intelligence_task_1_rolling_window" / "result.json"
+    r = json.loads(path.read_text())
+    r.update(outcome="error", overall_score=None, error="grade() failed: " + AGENT_TEXT, finish_reason=AGENT_TEXT,
+             category=AGENT_TEXT, scores={AGENT_TEXT: 1.0, "note": AGENT_TEXT})
+    path.write_text(json.dumps(r))
+    judge = run / "gateway" / "conversations" / "01_Productivity_Flow_task_1_meeting_slots.judge.json"
+    record = json.loads(judge.read_text())
+    record["reply"]["text"] = json.dumps({"score": 0.5, "reason": AGENT_TEXT})  # a model's words
+    judge.write_text(json.dumps(record))
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<script" not in page and "score 0.5: &lt;script&gt;" in page
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
+    assert "<style>" in page and '"Segoe UI"' in page  # our own CSS stays as written
+    row = page.split('id="run-0-02_Code_Intelligence_task_1_rolling_window"')[1].split("</tr>")[0]
+    assert '<td class="num">—</td>' in row and "outcome error" in row  # no score shown, never a 0
+    errors = page.split('id="s4">Errors</h2>')[1].split("<h2")[0]
+    assert "02_Code_Intelligence_task_1_rolling_window" in errors
+
+
+def test_report_picks_the_benchmark_from_run_json(tmp_path):
+    """One `clawswe report` command: a run.json saying "wildclaw" gets the WildClawBench page, one without
+    the key (a Claw-SWE-Bench run) the Claw-SWE-Bench page."""
+    from pytest_clawswe.cli import main
+    from test_report import make_run
+
+    wild = copy_real_run(tmp_path)
+    swe = make_run(tmp_path / "runs", "swe-openclaw", "openclaw", {0, 1})
+    for run, title in ((wild, "WildClawBench report"), (swe, "Claw-SWE-Bench report")):
+        out = tmp_path / f"out-{run.name}"
+        assert main(["report", str(run), "--out", str(out)]) == 0
+        assert f"<title>{title}</title>" in (out / "index.html").read_text()
+
+
 def test_published_wildclaw_tables_come_from_the_shipped_data(tmp_path):
     from pytest_clawswe.cli import main
     from pytest_clawswe.wildclaw.report import PUBLISHED
@@ -405,3 +476,97 @@ def test_a_harness_without_a_model_is_refused(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
                                            "--harness", "oracle", "--collect-only")
     assert result.ret != 0 and "--harness oracle calls no model" in result.stderr.str()
+
+
+# --- facts checked against the released runner's code (issue: WildClawBench fidelity) -----------------
+
+def test_prompt_is_the_prefix_a_space_a_newline_then_the_task(tmp_path):
+    """The released runner joins its prefix and the task's prompt with " \\n" (no blank line)."""
+    task = parse_task(write(tmp_path, task_text()))
+    assert task.full_prompt() == PROMPT_PREFIX.format(timeout_seconds=300) + " \nDo the thing."
+
+
+def test_the_category_comes_from_the_folder_before_the_front_matter(tmp_path):
+    """Released: category = the task file's folder; a front-matter category (even '03_社交互动') is ignored."""
+    text = task_text(front="id: t1\ncategory: 03_社交互动\ntimeout_seconds: 300\n")
+    task = parse_task(write(tmp_path, text, "03_Social_Interaction/03_Social_Interaction_task_9_x.md"))
+    assert task.category == "Social Interaction"
+
+
+@pytest.mark.parametrize("header", ["##\tPrompt", "##  Prompt"])
+def test_a_section_header_is_two_hashes_and_any_whitespace(tmp_path, header):
+    text = task_text().replace("## Prompt", header)
+    assert parse_task(write(tmp_path, text)).prompt == "Do the thing."
+
+
+def test_skills_are_flattened_to_their_last_path_part(tmp_path):
+    """A Skills line is a path under skills/; the harness gets the folder under its last part's name, and a
+    second skill with the same last part is skipped (as released)."""
+    from pytest_clawswe.wildclaw.agent import skill_targets
+
+    for rel in ("office/docx", "pdf", "other/docx"):
+        (tmp_path / "skills" / rel).mkdir(parents=True)
+    task = parse_task(write(tmp_path, task_text() + "## Skills\n\n```\noffice/docx\npdf\nother/docx\n```\n"))
+    targets = skill_targets(task, tmp_path, "openclaw")
+    assert targets == [(tmp_path / "skills" / "office" / "docx", "/root/skills/docx"),
+                       (tmp_path / "skills" / "pdf", "/root/skills/pdf")]
+
+
+def test_codex_gets_the_skills_before_the_task_with_base_dir_resolved(tmp_path):
+    from pytest_clawswe.wildclaw.agent import codex_prompt
+
+    (tmp_path / "skills" / "office" / "docx").mkdir(parents=True)
+    (tmp_path / "skills" / "office" / "docx" / "SKILL.md").write_text("Run {baseDir}/convert.py on the file.\n")
+    task = parse_task(write(tmp_path, task_text() + "## Skills\n\n```\noffice/docx\n```\n"))
+    prompt = codex_prompt(task, tmp_path, task.full_prompt())
+    skill, rest = prompt.split("## Task\n\n")
+    assert "## Skill: office/docx\n\nRun /root/.codex/skills/docx/convert.py on the file." in skill
+    assert rest == task.full_prompt() + "\n"
+    assert codex_prompt(parse_task(write(tmp_path, task_text(), "01_P/t2.md")), tmp_path, "x") == "x"
+
+
+def test_usage_json_has_the_released_fields():
+    r = outputs.TaskResult("t", usage={"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 2,
+                                       "cache_write_tokens": 1, "requests": 3}, cost_usd=0.25,
+                           timings={"agent": 12.3456})
+    u = outputs.usage_json(r)
+    released = {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 2, "cache_write_tokens": 1,
+                "total_tokens": 18, "cost_usd": 0.25, "request_count": 3, "elapsed_time": 12.35}
+    assert {k: u[k] for k in released} == released and "requests" not in u
+
+
+@pytest.mark.parametrize("scores, expected", [
+    ({"overall_score": 0.3, "a": 1.0}, 0.3),
+    ({"a": 1.0, "b": 0.0, "note": "text"}, 0.5),  # no overall_score: the mean of the numeric values
+    ({"a": True, "b": 0}, 0.5),
+    ({"error": "boom"}, None),
+    ({"overall_score": 1.7}, 1.0),
+])
+def test_a_task_score_is_overall_score_else_the_mean_of_numeric_values(scores, expected):
+    assert outputs.task_score(scores) == expected
+
+
+def test_grade_gets_every_line_of_the_session_file(tmp_path):
+    """The released loader hands grade() every JSON line of the transcript, not only the message lines."""
+    import runpy
+
+    session = tmp_path / "chat.jsonl"
+    session.write_text('{"type": "session", "id": "s"}\n{"type": "message", "message": {"role": "user"}}\n')
+    code = tmp_path / "checks.py"
+    code.write_text("def grade(transcript, workspace_path):\n    return {'overall_score': 1.0, 'n': len(transcript),"
+                    " 'first': transcript[0]['type']}\n")
+    out = tmp_path / "out.json"
+    main = runpy.run_path(str(Path(outputs.__file__).with_name("grade_main.py")))["main"]
+    main(str(code), str(session), str(out))
+    assert json.loads(out.read_text())["result"] == {"overall_score": 1.0, "n": 2, "first": "session"}
+
+
+def test_only_the_sections_outer_fence_is_removed(tmp_path):
+    """Released: a section loses its opening and closing fence lines only; a fence line inside the code
+    (here in a string the grader compares with) stays."""
+    checks = ('## Automated Checks\n\n```python\nFENCE = """\n```\n"""\n\ndef grade(**kwargs):\n'
+              '    return {"overall_score": float(FENCE.strip() == "```")}\n```\n')
+    task = parse_task(write(tmp_path, task_text().replace(GRADER, checks)))
+    scope: dict = {}
+    exec(task.grader_code, scope)
+    assert scope["grade"]()["overall_score"] == 1.0

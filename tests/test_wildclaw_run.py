@@ -52,6 +52,27 @@ def left_containers(docker_client, run_dir: Path) -> list:
     return docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"})
 
 
+CHAT_TASK = "03_Social_Interaction_task_3_release_blockers"
+
+
+@pytest.mark.parametrize("harness", ["claude-code"])  # the other three: the matrix below runs it too
+def test_the_chat_task_scores_one_for_gold_and_zero_for_noop(pytester, monkeypatch, tmp_path, docker_client, harness):
+    """The demo task on the chat service alone (-k): gold posts the right summary after both owners answered
+    (every criterion 1.0), noop leaves the audit empty (every criterion 0.0); graded from the chat audit.
+    With HARNESSES here it takes about 4 min for the four (openclaw the slowest)."""
+    bundle(docker_client, harness)
+    for model, expected, ret in (("scripted/gold", 1.0, 0), ("scripted/noop", 0.0, 1)):
+        run_dir = tmp_path / model.split("/")[1]
+        done = run_wild(pytester, monkeypatch, harness, model, run_dir, "-k", "release_blockers")
+        assert done.ret == ret, done.stdout.str()[-3000:]
+        r = results(run_dir)[CHAT_TASK]
+        assert r["outcome"] in ("passed", "failed") and set(r["scores"].values()) == {expected}, r
+        audit = run_dir / "tasks" / CHAT_TASK / "audit"
+        calls = [line for line in (audit / "slack.jsonl").read_text().splitlines() if line.strip()]
+        assert bool(calls) == (expected == 1.0)  # the chat's own log, which the grader read
+        assert not left_containers(docker_client, run_dir)
+
+
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_client, harness):
     bundle(docker_client, harness)
@@ -68,7 +89,7 @@ def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_c
             score = json.loads((run_dir / "tasks" / task_id / "score.json").read_text())
             assert score["overall_score"] == r["overall_score"]
             usage = json.loads((run_dir / "tasks" / task_id / "usage.json").read_text())
-            assert usage["requests"] >= 1 and usage["input_tokens"] > 0
+            assert usage["request_count"] >= 1 and usage["input_tokens"] > 0
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["mean_score"] == pytest.approx(expected, abs=0.05)
         assert set(summary["by_category"]) == {parse_task(p).category for p in task_files(DEMO_DIR)}

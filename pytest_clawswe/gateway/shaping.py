@@ -27,6 +27,7 @@ NAMES = ("dashscope_cache", "zeroclaw_tools", "zeroclaw_responses_chat", "zerocl
 ZEROCLAW_TOOLS = frozenset({"shell", "file_read", "file_write", "file_edit", "glob_search", "content_search",
                             "git_operations"})
 EPHEMERAL = {"type": "ephemeral"}
+SCRIPTED_APPLIES = frozenset({"zeroclaw_tools"})  # what Gateway._scripted applies (the rest shape provider calls)
 MAX_REMEMBERED = 512  # reasoning texts kept per instance (oldest dropped first)
 
 
@@ -71,11 +72,17 @@ def describe(model: str, harness: str = "", setting: str | list[str] | None = No
     The session puts this in run.json."""
     from .upstream import is_scripted, resolve
 
-    upstream, name = (None, model) if is_scripted(model) else resolve(model, list(upstreams))
+    scripted = is_scripted(model)
+    upstream, name = (None, model) if scripted else resolve(model, list(upstreams))
     default = defaults(upstream, name, harness)
     chosen = parse_setting(setting)
-    return {"setting": setting if isinstance(setting, str) and setting else ("auto" if chosen is None else chosen),
-            "active": default if chosen is None else chosen, "defaults": default}
+    active = default if chosen is None else chosen
+    described = {"setting": setting if isinstance(setting, str) and setting else ("auto" if chosen is None else chosen),
+                 "active": active, "defaults": default}
+    if scripted:  # the scripted model is answered in the gateway: only the tool filter has a request to act on
+        described["active"] = [n for n in active if n in SCRIPTED_APPLIES]
+        described["not_applied"] = [n for n in active if n not in SCRIPTED_APPLIES]
+    return described
 
 
 @dataclass

@@ -50,6 +50,7 @@ tr:hover td { background: #fafafa; }
 .outcome { font-weight: 600; padding: 1px 6px; border-radius: 4px; }
 .resolved { color: #0a6b2d; background: #e3f6e8; } .unresolved { color: #555; background: #eee; }
 .apply_failed { color: #8a4b00; background: #fff0db; } .error { color: #a0001c; background: #fde4e8; }
+.passed { color: #0a6b2d; background: #e3f6e8; } .failed { color: #555; background: #eee; }
 .links a { margin-right: 0.6em; white-space: nowrap; } td.links { white-space: normal; min-width: 16em; }
 .wide { overflow-x: auto; } .why { color: #a0001c; font-size: 0.9em; margin-left: 0.4em; }
 figure { margin: 1em 0; } figure img { max-width: min(100%, 1000px); border: 1px solid #eee; }
@@ -62,6 +63,11 @@ details { margin: 0.8em 0; } summary { cursor: pointer; font-weight: 600; font-s
 _ENV = Environment(loader=PackageLoader("pytest_clawswe.report", "templates"),
                    autoescape=select_autoescape(default=True, default_for_string=True))
 _T: Any = _ENV.get_template("report.html.j2").module  # the macros; each returns Markup
+
+
+def render(macro: str, *args) -> Markup:
+    """A macro of templates/report.html.j2 by name (for the other benchmark's pages)."""
+    return getattr(_T, macro)(*args)
 
 
 def _href(target: Path, page_dir: Path) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import shlex
 import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..harness import AgentRun, TaskContext
 from ..harnesses._bundled import STATE_ROOT
@@ -49,27 +49,46 @@ def skill_dirs(harness_name: str) -> list[str]:
     return SKILL_DIRS.get(harness_name, ["/root/skills"])
 
 
-def copy_skills(ws: Workspace, task: Task, suite: Path, harness_name: str) -> list[str]:
-    copied = []
-    for name in task.skills:
-        src = suite / "skills" / name
+def skill_targets(task: Task, suite: Path, harness_name: str) -> list[tuple[Path, str]]:
+    """(source folder, container folder) per skill. As released, a Skills line is a path under skills/ and
+    lands under its last part's name; a later skill with the same last part is skipped."""
+    out, seen = [], set()
+    for line in task.skills:
+        rel = line.replace("\\", "/").strip("/")
+        leaf = PurePosixPath(rel).name
+        if not leaf or leaf in seen:
+            continue
+        seen.add(leaf)
+        src = suite / "skills" / rel
         if not src.is_dir():
-            raise TaskSetupError(f"{task.id}: skill {name!r} is not in {suite / 'skills'}; download the suite's "
+            raise TaskSetupError(f"{task.id}: skill {line!r} is not in {suite / 'skills'}; download the suite's "
                                  "skills/ folder next to tasks/")
-        for folder in skill_dirs(harness_name):
-            put_tree(ws, src, f"{folder}/{name}")
-        copied.append(name)
-    return copied
+        out += [(src, f"{folder}/{leaf}") for folder in skill_dirs(harness_name)]
+    return out
 
 
-def skills_text(task: Task, suite: Path) -> str:
-    """Codex also gets the skills inlined in its prompt (as released)."""
+def copy_skills(ws: Workspace, task: Task, suite: Path, harness_name: str) -> list[str]:
+    targets = skill_targets(task, suite, harness_name)
+    for src, dest in targets:
+        put_tree(ws, src, dest)
+    return [dest for _, dest in targets]
+
+
+def codex_prompt(task: Task, suite: Path, prompt: str) -> str:
+    """Codex also gets its skills' SKILL.md inlined, as released: one `## Skill: <line>` section each, with
+    `{baseDir}` made the skill's folder in the container, before a `## Task` section holding the prompt."""
+    root = SKILL_DIRS["codex"][0]
     parts = []
-    for name in task.skills:
-        doc = suite / "skills" / name / "SKILL.md"
+    for line in task.skills:
+        rel = line.replace("\\", "/").strip("/")
+        doc = suite / "skills" / rel / "SKILL.md"
         if doc.is_file():
-            parts.append(f"## Skill: {name}\n\n{doc.read_text(errors='replace')}")
-    return "\n\n".join(parts)
+            text = doc.read_text(errors="replace").replace("{baseDir}", f"{root}/{PurePosixPath(rel).name}")
+            parts.append(f"## Skill: {line}\n\n{text.strip()}")
+    if not parts:
+        return prompt
+    intro = "Skills available in this environment (their folders are under " + root + "):"  # wording ours
+    return "\n\n".join([intro, *parts, "## Task\n\n" + prompt.strip()]) + "\n"
 
 
 def run_warmup(ws: Workspace, task: Task, lines: list[str] | None = None) -> None:

@@ -64,17 +64,29 @@ def score_json(result: TaskResult) -> dict:
     return dict(result.scores)
 
 
+def task_score(scores: dict) -> float | None:
+    """The task's score as the released summary takes it: `overall_score`, else the mean of the numeric
+    values grade() returned (bools count, as in Python); None when there is no number at all."""
+    numeric = {k: float(v) for k, v in scores.items() if isinstance(v, (int, float))}
+    if not numeric:
+        return None
+    score = numeric.get("overall_score", sum(numeric.values()) / len(numeric))
+    return max(0.0, min(1.0, score))
+
+
 def usage_json(result: TaskResult) -> dict:
-    """usage.json: the agent's tokens, cost and time for the task (judge kept apart, under "judge")."""
+    """usage.json: the released fields (the agent's tokens, cost, request_count, elapsed_time), then ours:
+    model, harness, the agent's own model calls and the judge's, kept apart."""
     u = result.usage or {}
+    agent_s = result.timings.get("agent")
     return {
-        "model": result.model, "harness": result.harness,
         "input_tokens": u.get("input_tokens", 0), "output_tokens": u.get("output_tokens", 0),
         "cache_read_tokens": u.get("cache_read_tokens", 0), "cache_write_tokens": u.get("cache_write_tokens", 0),
         "total_tokens": sum(u.get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens",
                                                   "cache_write_tokens")),
-        "requests": u.get("requests", 0), "cost_usd": result.cost_usd,
-        "elapsed_time": result.timings.get("agent"),
+        "cost_usd": result.cost_usd, "request_count": u.get("requests", 0),
+        "elapsed_time": None if agent_s is None else round(agent_s, 2),
+        "model": result.model, "harness": result.harness,
         "tool_calls_usage": result.tool_usage,
         "judge": {"model": result.judge_model, **(result.judge_usage or {}), "cost_usd": result.judge_cost_usd},
     }

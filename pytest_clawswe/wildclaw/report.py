@@ -3,7 +3,8 @@
 Views, recomputed from the task folders of the runs (never from summary.json):
 - table2: one row per model (the paper's Table 2): mean score %, minutes and USD per task;
 - table3: model x harness (the paper's Table 3): score %, minutes and USD per task;
-- per_category: mean score per category and run, as a table and a bar chart.
+- per_category: mean score per category and run, as a table and a bar chart;
+- index.html: all of these beside the published figures, the errors apart and every task (html_report.py).
 Runs of the same harness and model are pooled (repeats).
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pandas as pd
 
 from ..paths import WILDCLAW_PUBLISHED_RESULTS
 from ..report.tables import write_table
+from . import html_report
 from .outputs import load_results
 
 PUBLISHED = WILDCLAW_PUBLISHED_RESULTS
@@ -71,6 +73,8 @@ def build(runs: list[Path], out: Path) -> dict[str, list[Path]]:
     cats = (df.groupby(["category", "harness", "model"])["score"].mean() * 100).round(1).reset_index()
     written["per_category"] = write_table(cats, out, "wildclaw_per_category")
     written["chart"] = [_bars(cats, out / "wildclaw_per_category.png")]
+    written["html"] = [html_report.page(runs, out, _per_task(df, ["model", "harness"]),
+                                        json.loads(PUBLISHED.read_text()), written)]
     return written
 
 

@@ -19,7 +19,7 @@ from ..results import Usage
 from ..runner import RunConfig
 from ..workspace import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, InfraError, Workspace, owner_label
 from . import agent, grader, services
-from .outputs import ERROR, FAILED, PASSED, RESULT, TaskResult, task_dir, write_task_files
+from .outputs import ERROR, FAILED, PASSED, RESULT, TaskResult, task_dir, task_score, write_task_files
 from .taskfile import Task, suite_root
 
 OPENROUTER_VARS = ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL")
@@ -126,8 +126,8 @@ class Runner:
             self.harness.setup(self.client, cfg.run_id)
             self._harness_ready = True
         prompt = task.full_prompt()
-        if cfg.harness_name == "codex" and task.skills:
-            prompt += "\n\n" + agent.skills_text(task, suite)
+        if cfg.harness_name == "codex":
+            prompt = agent.codex_prompt(task, suite, prompt)
         (work / "prompt.txt").write_text(prompt)
 
         # tokens first: the task's OPENROUTER_* variables must exist when the container starts
@@ -212,13 +212,11 @@ class Runner:
         finally:
             timings["grade"] = round(time.monotonic() - t, 3)
         result.scores = graded
-        score = graded.get("overall_score")
-        try:
-            score = float(score)
-        except (TypeError, ValueError):
-            raise grader.GradeError(f"{task.id}: grade() returned no numeric overall_score "
-                                    f"(got {score!r})") from None
-        result.overall_score = max(0.0, min(1.0, score))
+        score = task_score(graded)
+        if score is None:
+            raise grader.GradeError(f"{task.id}: grade() returned no number (neither overall_score nor any "
+                                    f"numeric criterion): {str(graded)[:200]}")
+        result.overall_score = score
         result.outcome = PASSED if result.overall_score >= self.options.pass_score else FAILED
 
     def _task_env(self, task: Task, tools_token: str) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """WildClawBench task files: Markdown with YAML front matter and `## ` sections, read as released.
 
 The released parser's rules are kept so released files load unchanged: sections are split on every line
-that starts with `## ` (fenced or not), `id` defaults to the file stem and `timeout_seconds` to 120, the
-category comes from the front matter or else the category folder. Where upstream silently mis-reads a
+that starts with `##` and whitespace (fenced or not), `id` defaults to the file stem and `timeout_seconds`
+to 120, the category is the task file's `NN_Category` folder (the front matter's only when the file is not
+in one). Where upstream silently mis-reads a
 file (a `## ` line inside the prompt ends it there), we refuse the file with one sentence instead.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import yaml
 
 DEFAULT_TIMEOUT_S = 120  # the released runner's default when timeout_seconds is missing
-PROMPT_PREFIX = (  # the released runner puts this before every prompt (a protocol constant)
+PROMPT_PREFIX = (  # the released runner puts this, then " \n", before every prompt (a protocol constant)
     "You are an expert in a restricted, non-interactive environment. Solve the task efficiently before the "
     "timeout ({timeout_seconds}s). Run all processes in the foreground without user input or background "
     "services. Provide a complete, functional solution in a single pass with no placeholders."
@@ -23,7 +24,9 @@ PROMPT_PREFIX = (  # the released runner puts this before every prompt (a protoc
 KNOWN_SECTIONS = ("Prompt", "Expected Behavior", "Grading Criteria", "Automated Checks", "Workspace Path",
                   "Skills", "Env", "Warmup")
 MODALITIES = ("multimodal", "pure-text")
-_SECTION = re.compile(r"^## (.+?)\s*$")
+PROMPT_JOIN = " \n"  # released: prefix + " \n" + prompt
+_SECTION = re.compile(r"^##\s+(.+?)\s*$")
+_CATEGORY_FOLDER = re.compile(r"^\d+_")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: collection stays fast
 
@@ -60,7 +63,7 @@ class Task:
     def full_prompt(self) -> str:
         """The prompt the agent gets: the released prefix with this task's budget, then the task."""
         budget = int(self.timeout_seconds) if float(self.timeout_seconds).is_integer() else self.timeout_seconds
-        return PROMPT_PREFIX.format(timeout_seconds=budget) + "\n\n" + self.prompt
+        return PROMPT_PREFIX.format(timeout_seconds=budget) + PROMPT_JOIN + self.prompt
 
 
 def category_marker(category: str) -> str:
@@ -74,9 +77,21 @@ def _category_from_folder(path: Path) -> str:
     return " ".join(w for w in path.parent.name.split("_") if not w.isdigit()) or "uncategorised"
 
 
+def _category(path: Path, meta: dict) -> str:
+    """The released runner groups by the task's folder; the front matter counts only outside one."""
+    if _CATEGORY_FOLDER.match(path.parent.name):
+        return _category_from_folder(path)
+    return str(meta.get("category") or _category_from_folder(path))
+
+
 def _unfence(text: str) -> str:
-    """The section's text with its fence lines removed (the released parser unwraps fenced blocks)."""
-    return "\n".join(line for line in text.splitlines() if not _FENCE.match(line)).strip("\n")
+    """The section without its opening and closing fence lines, as released (a fence inside stays)."""
+    lines = text.strip().splitlines()
+    if lines and _FENCE.match(lines[0]):
+        lines = lines[1:]
+    if lines and _FENCE.match(lines[-1]):
+        lines = lines[:-1]
+    return "\n".join(lines).strip("\n")
 
 
 def _lines(text: str) -> list[str]:
@@ -164,7 +179,7 @@ def parse_task(path: str | Path) -> Task:
         raise TaskFileError(f"{path}: modality must be one of {', '.join(MODALITIES)}, not {modality!r}")
     return Task(
         path=path, id=str(meta.get("id") or path.stem), name=str(meta.get("name") or meta.get("id") or path.stem),
-        category=str(meta.get("category") or _category_from_folder(path)), timeout_seconds=timeout,
+        category=_category(path, meta), timeout_seconds=timeout,
         modality=modality, prompt=prompt, grader_code=code, workspace_path=workspace[0],
         skills=_lines(sections.get("Skills", "")), env=_lines(sections.get("Env", "")),
         warmup=_lines(sections.get("Warmup", "")), sections=sections, front_matter=meta,
