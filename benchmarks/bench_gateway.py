@@ -497,7 +497,8 @@ def write_markdown(result: dict, path: Path) -> None:
              f"Gateway workers: {result['settings'].get('gateway_workers')}. Load generator: "
              f"{result['settings'].get('load_generator')}. Latency to the last byte; added = proxy minus no proxy "
              "(same stub, mode, concurrency). CPU = CPU time per request of the proxy's processes (gw), and of the "
-             "load generator + stub in the same run (wrk+stub).", "",
+             "load generator + stub in the same run (wrk+stub). Stub peak in flight: nginx's stub_status sampled "
+             "at 20 Hz (too coarse for the zero-delay stub: n/a).", "",
              "| stub | mode | C | none p50 / p99 ms | none req/s | gateway added p50 / p99 ms | gateway req/s "
              "| gw CPU ms/req | wrk+stub CPU ms/req (gw run) | litellm added p50 / p99 ms | litellm req/s "
              "| litellm CPU ms/req | stub peak in flight (gw) | gw tokens exact | gw errors |",
@@ -520,7 +521,8 @@ def write_markdown(result: dict, path: Path) -> None:
         lines.append(f"| {stub} | {'stream' if stream else 'plain'} | {c} | {floor} | {added(gw)} | "
                      f"{field(gw, 'req_per_s')} | {field(gw, 'proxy_cpu_ms_per_req')} | {harness_cpu} | {added(ll)} | "
                      f"{field(ll, 'req_per_s')} | {field(ll, 'proxy_cpu_ms_per_req')} | "
-                     f"{field(gw, 'stub_peak_in_flight')} | {field(gw, 'tokens_exact')} | {field(gw, 'errors')} |")
+                     f"{field(gw, 'stub_peak_in_flight') if stub == 'real' else 'n/a'} | {field(gw, 'tokens_exact')} | "
+                     f"{field(gw, 'errors')} |")
     notes = result.get("reading")
     if notes:
         lines += ["", "## Reading it", "", notes]
