@@ -417,7 +417,7 @@ def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, se
     ramp_ms = 1000 if stub_kind == "real" else 0
     url, model = target.url(stub_kind, stream), target.model(stub_kind, stream)
     run_wrk(url, target.tokens(stub_kind, stream, min(c, 3)), model, stream, min(c, 3), 0.5, 0, tmp)  # warm up
-    time.sleep(1.2 if stub_kind == "real" else 0.3)  # the warm-up's last requests end before counting starts
+    quiesce(stub, 1.2 if stub_kind == "real" else 0.3)  # the warm-up's last requests end before counting starts
     tokens = target.tokens(stub_kind, stream, c)
     answered0 = stub.answered()
     cpu0, stub_cpu0 = target.cpu_s(), stub.cpu_s()
@@ -425,7 +425,7 @@ def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, se
     wrk = run_wrk(url, tokens, model, stream, c, seconds, ramp_ms, tmp)
     peak = stub.stop_sampling()
     cpu, stub_cpu = target.cpu_s() - cpu0, stub.cpu_s() - stub_cpu0
-    time.sleep(1.2 if stub_kind == "real" else 0.2)  # what wrk left in flight reaches the stub
+    quiesce(stub, 1.2 if stub_kind == "real" else 0.3)  # what wrk left in flight in the proxy reaches the stub
     answered, cut = (now - then for now, then in zip(stub.answered(), answered0))
     checked = target.check(answered, cut)
     done = wrk["requests"]
@@ -441,6 +441,19 @@ def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, se
             "wrk_cpu_ms_per_req": round(wrk["cpu_s"] * 1000 / per, 3),
             "stub_cpu_ms_per_req": round(stub_cpu * 1000 / per, 3),
             "load_avg_1m": round(os.getloadavg()[0], 2), **checked}
+
+
+def quiesce(stub: Stub, still: float, limit: float = 90.0) -> None:
+    """Wait until the stub has seen no new request for `still` seconds: a proxy that queued requests (LiteLLM
+    at 300 agents) finishes them before the next run is measured."""
+    deadline = time.monotonic() + limit
+    last = stub.answered()
+    while time.monotonic() < deadline:
+        time.sleep(still)
+        now = stub.answered()
+        if now == last and stub.in_flight() == 0:
+            return
+        last = now
 
 
 def run_grid(args) -> dict:

@@ -72,7 +72,7 @@ class Leader:
         self.restart_at: dict[int, float] = {}
         self.delay: dict[int, float] = {}
         self.sockets: dict[int, web.WebSocketResponse] = {}
-        self.waiting: dict[int, tuple[int, asyncio.Future]] = {}  # message id -> (worker, its ack)
+        self.waiting: dict[int, tuple[web.WebSocketResponse, asyncio.Future]] = {}  # message id -> (to, its ack)
         self.ids = itertools.count(1)
         self.stopping = False
         self.control_url = ""
@@ -169,8 +169,8 @@ class Leader:
         finally:
             if self.sockets.get(index) is ws:
                 del self.sockets[index]
-            for mid, (worker, future) in list(self.waiting.items()):
-                if worker == index:  # a dead worker holds nothing: its restart gets a fresh snapshot
+            for mid, (to, future) in list(self.waiting.items()):
+                if to is ws:  # a dead worker holds nothing: its restart gets a fresh snapshot
                     self.waiting.pop(mid, None)
                     if not future.done():
                         future.set_result(None)
@@ -185,7 +185,7 @@ class Leader:
                 continue
             mid = next(self.ids)
             future = loop.create_future()
-            self.waiting[mid] = (index, future)
+            self.waiting[mid] = (ws, future)
             futures.append((index, future))
             try:
                 await ws.send_str(json.dumps({**message, "id": mid}))
