@@ -465,11 +465,12 @@ def run_grid(args) -> dict:
         targets: list[Target] = []
         try:
             targets = [NoProxy(stub), Gateway(stub, tmp / "gw", args.workers)]
-            if args.litellm_bin:
+            if args.litellm_bin and "litellm" in args.targets:
                 try:
                     targets.append(LiteLLM(stub, args.litellm_bin, tmp))
                 except RuntimeError as exc:
                     print(f"litellm skipped: {exc} (see its log)", file=sys.stderr)
+            targets = [t for t in targets if t.name in args.targets]
             for stub_kind in args.stubs:
                 seconds = args.seconds if stub_kind == "zero" else max(args.seconds, args.seconds_real)
                 for target in targets:
@@ -548,6 +549,7 @@ def main() -> int:
     parser.add_argument("--seconds-real", type=float, default=6.0, help="per run with the realistic stub")
     parser.add_argument("--concurrency", default="1,3,30,300")
     parser.add_argument("--stubs", default="zero,real")
+    parser.add_argument("--targets", default="none,gateway,litellm", help="which of none, gateway, litellm")
     parser.add_argument("--workers", type=int, default=None, help="gateway worker processes (default: its own)")
     parser.add_argument("--litellm-bin", default="", help="the litellm command (e.g. in its own venv); empty: skip")
     parser.add_argument("--litellm-max-concurrency", type=int, default=300)
