@@ -522,9 +522,13 @@ def write_markdown(result: dict, path: Path) -> None:
                   key=lambda k: (k[0] != "zero", k[1], k[2]))
 
     def added(r):
+        if r and not r["requests"]:
+            return f"none done in {r['seconds']:.0f} s"
         return f"{r['added_p50_ms']:+.2f} / {r['added_p99_ms']:+.2f}" if r and "added_p50_ms" in r else "-"
 
     def field(r, name):
+        if r and not r["requests"] and name.endswith("per_req"):
+            return "-"
         return "-" if not r or r.get(name) is None else r[name]
 
     for stub, stream, c in keys:
