@@ -1,101 +1,185 @@
 """The model gateway under load (issue 17 §4): added latency and throughput, against a provider stub.
 
-    python benchmarks/bench_gateway.py [--seconds 3] [--concurrency 1,3,30,300] [--no-litellm]
+    python benchmarks/bench_gateway.py [--seconds 3] [--concurrency 1,3,30,300] [--workers N] [--litellm-bin B]
 
-Three ways to reach the same provider stub on 127.0.0.1, each measured with the same load generator:
-  none     the client talks to the stub itself (the floor)
-  gateway  through pytest-clawswe's gateway (a real gateway process, one token per concurrent agent)
+Needs `wrk` (the load generator) and `nginx` with the echo module (the provider stub): on Debian
+`apt-get install wrk nginx-light`. Both are C and cost a small fraction of the proxy's CPU per request, so
+what saturates is the proxy under test, not the harness around it (a Python load generator and stub
+saturated at ~1,000-2,000 req/s on this machine, below the gateway's ceiling).
+
+Three ways to reach the same provider stub on 127.0.0.1, each driven by the same wrk:
+  none     wrk talks to the stub itself (the floor)
+  gateway  through pytest-clawswe's gateway (a real gateway process with --workers worker processes)
   litellm  through LiteLLM's proxy (`litellm --config`, from the venv given by --litellm-bin)
-and two stubs: `zero` answers at once (the proxies' ceiling), `real` answers like a provider (~1 s to the
-last token: 20 chunks 50 ms apart when streamed, one answer after 1 s when not; the agents' starts are
-spread over that second, as real agents are not in lockstep).
+and two stubs (one nginx, one location each): `zero` answers at once with a fixed body (the proxies'
+ceiling), `real` answers like a provider: the JSON after 1 s, or 20 chunks 50 ms apart when streamed
+(nginx's echo_sleep paces them; connections are spread over that second after their first answer).
 
-Each run: C agents send requests back to back for --seconds (at most --max-requests in all). Reported per
-run: p50/p99 latency to the last byte, requests/s, the stub's peak number of requests in flight, and for
-the gateway the tokens it counted against what the stub sent (every request's usage is fixed). Added latency
-= proxy p50/p99 minus the `none` p50/p99 of the same stub, mode and concurrency. Loopback only; the load
-average is written with the results, since this machine is shared.
+Each run: C connections (one agent each) send requests back to back for --seconds. Reported per run: p50/p99
+latency to the last byte (wrk), requests/s, the CPU time per request of the proxy (all its processes), of
+wrk and of the stub, the stub's peak number of requests in flight (nginx's stub_status, sampled), and for
+the gateway: tokens counted (admin API, summed over the agents' tokens, and the fsynced ledger files)
+against the requests the stub answered × the stub's fixed usage. Added latency = proxy p50/p99 minus the
+`none` p50/p99 of the same stub, mode and concurrency. Loopback only; the load average is written with
+the results, since this machine is shared.
 
 Writes benchmarks/results/gateway_load.json and .md.
 """
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from pathlib import Path
-
-import aiohttp
 
 RESULTS = Path(__file__).parent / "results"
 KEY_ENV = "CLAWSWE_BENCH_STUB_KEY"
 USAGE = {"prompt_tokens": 1200, "completion_tokens": 20, "total_tokens": 1220,
          "prompt_tokens_details": {"cached_tokens": 1000}}
-BODY = {"model": "m", "messages": [{"role": "system", "content": "You are a coding agent. " * 40},
-                                   {"role": "user", "content": "Fix the failing test in app.py."}],
-        "max_tokens": 256}
+PER_REQUEST = {"input_tokens": 200, "output_tokens": 20, "cache_read_tokens": 1000}  # USAGE as the gateway counts
+MESSAGES = [{"role": "system", "content": "You are a coding agent. " * 40},
+            {"role": "user", "content": "Fix the failing test in app.py."}]
+PIECES = 20
+STUBS = {"zero": "answers at once (nginx, fixed body)",
+         "real": "1 s to the last token: 20 chunks 50 ms apart (nginx echo_sleep), or the JSON after 1 s"}
 
 
-# ---------------------------------------------------------------------------------- the provider stub
-def serve_stub(port: int, delay: float) -> None:
-    from aiohttp import web
+def body(model: str, stream: bool) -> dict:
+    extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+    return {"model": model, "messages": MESSAGES, "max_tokens": 256, **extra}
 
-    stats = {"inflight": 0, "peak": 0, "count": 0}
-    answer = json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "usage": USAGE,
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": "Done: fixed app.py."}}]}).encode()
-    base = ('{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
-            '"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}')
-    pieces = 20
 
-    async def chat(request):
-        body = await request.json()
-        stats["inflight"] += 1
-        stats["peak"] = max(stats["peak"], stats["inflight"])
-        stats["count"] += 1
+# ---------------------------------------------------------------------------------- the provider stub (nginx)
+def _answer() -> str:
+    return json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "usage": USAGE,
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": "Done: fixed app.py."}}]},
+                      separators=(",", ":"))
+
+
+def _events() -> list[str]:
+    def chunk(delta, finish):
+        return json.dumps({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}, separators=(",", ":"))
+
+    events = [chunk({"content": f"tok{i} "} if i else {"role": "assistant", "content": ""}, None)
+              for i in range(PIECES)]
+    events.append(chunk({}, "stop"))
+    events.append(json.dumps({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                              "choices": [], "usage": USAGE}, separators=(",", ":")))
+    events.append("[DONE]")
+    return [f"data: {e}\\n\\n" for e in events]  # nginx turns \n in a quoted string into a newline
+
+
+def nginx_conf(workdir: Path, port: int, status_port: int) -> str:
+    events = _events()
+    zero_sse = "".join(events)
+    paced = []
+    for i, event in enumerate(events):
+        if i < PIECES:
+            paced.append(f"echo_sleep {1.0 / PIECES:.3f}; echo -n '{event}'; echo_flush;")
+        else:
+            paced.append(f"echo -n '{event}';")
+    log = f"access_log {workdir}/stub-access.log counted;"
+    # keep-alive without limit: the proxies keep their upstream connections, as they would to a provider
+    modules = "".join(f"load_module {m};\n" for m in sorted(Path("/usr/lib/nginx/modules").glob("*echo*.so")))
+    return f"""{modules}
+daemon off;
+worker_processes 1;
+pid {workdir}/nginx.pid;
+error_log {workdir}/nginx-error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+  log_format counted '$status';
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  client_body_temp_path {workdir}/nginx-body;
+  proxy_temp_path {workdir}/nginx-proxy;
+  fastcgi_temp_path {workdir}/nginx-fastcgi;
+  uwsgi_temp_path {workdir}/nginx-uwsgi;
+  scgi_temp_path {workdir}/nginx-scgi;
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    location = /zero-plain/v1/chat/completions {{ {log} default_type application/json; return 200 '{_answer()}'; }}
+    location = /zero-sse/v1/chat/completions {{ {log} default_type text/event-stream; return 200 '{zero_sse}'; }}
+    location = /real-plain/v1/chat/completions {{
+      {log} default_type application/json; echo_read_request_body; echo_sleep 1.0; echo -n '{_answer()}'; }}
+    location = /real-sse/v1/chat/completions {{
+      {log} default_type text/event-stream; echo_read_request_body; {" ".join(paced)} }}
+  }}
+  server {{ listen 127.0.0.1:{status_port}; location = /status {{ stub_status; }} }}
+}}
+"""
+
+
+class Stub:
+    """nginx in the foreground, its own process group; counts answers (access log) and samples in-flight."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port, self.status_port = free_port(), free_port()
+        conf = workdir / "nginx.conf"
+        conf.write_text(nginx_conf(workdir, self.port, self.status_port))
+        self.process = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(workdir), "-e", str(workdir / "nginx.err")],
+                                        start_new_session=True, stdout=subprocess.DEVNULL,
+                                        stderr=open(workdir / "nginx.out", "wb"))
+        self.url = f"http://127.0.0.1:{self.port}"
         try:
-            if not body.get("stream"):
-                if delay:
-                    await asyncio.sleep(delay)
-                return web.Response(body=answer, content_type="application/json")
-            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await resp.prepare(request)
-            for i in range(pieces):
-                delta = json.dumps({"content": f"tok{i} "} if i else {"role": "assistant", "content": ""})
-                await resp.write(b"data: " + (base % (delta, "null")).encode() + b"\n\n")
-                if delay:
-                    await asyncio.sleep(delay / pieces)
-            await resp.write(b"data: " + (base % ("{}", '"stop"')).encode() + b"\n\n")
-            if (body.get("stream_options") or {}).get("include_usage"):
-                usage = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
-                         "usage": USAGE}
-                await resp.write(b"data: " + json.dumps(usage).encode() + b"\n\n")
-            await resp.write(b"data: [DONE]\n\n")
-            await resp.write_eof()
-            return resp
-        finally:
-            stats["inflight"] -= 1
+            wait_http(f"http://127.0.0.1:{self.status_port}/status", process=self.process)
+        except RuntimeError:
+            raise RuntimeError("nginx did not start: " + (workdir / "nginx.out").read_text()[-500:]) from None
+        self.peak = 0
+        self._sampling = False
 
-    async def get_stats(request):
-        return web.json_response(stats)
+    def answered(self) -> tuple[int, int]:
+        """(requests answered in full, requests its client left before the end: nginx's 499)."""
+        try:
+            with open(self.workdir / "stub-access.log", "rb") as fh:
+                statuses = [line.strip() for line in fh]
+        except FileNotFoundError:
+            return 0, 0
+        return statuses.count(b"200"), statuses.count(b"499")
 
-    async def reset(request):
-        stats.update(peak=0, count=0)
-        return web.json_response(stats)
+    def in_flight(self) -> int:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.status_port}/status", timeout=5).read().decode()
+        writing = int(text.split("Writing:")[1].split()[0])
+        return writing - 1  # the status request itself
 
-    app = web.Application()
-    app.add_routes([web.post("/v1/chat/completions", chat), web.post("/chat/completions", chat),
-                    web.get("/stats", get_stats), web.post("/reset", reset)])
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, backlog=4096)
+    def sample(self) -> None:
+        self.peak, self._sampling = 0, True
+
+        def loop():
+            while self._sampling:
+                self.peak = max(self.peak, self.in_flight())
+                time.sleep(0.05)
+
+        self._thread = threading.Thread(target=loop, daemon=True)
+        self._thread.start()
+
+    def stop_sampling(self) -> int:
+        self._sampling = False
+        self._thread.join(5)
+        return self.peak
+
+    def cpu_s(self) -> float:
+        return process_tree_cpu(self.process.pid)
+
+    def stop(self) -> None:
+        os.killpg(self.process.pid, signal.SIGTERM)
+        self.process.wait(10)
 
 
+# ---------------------------------------------------------------------------------- helpers
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -103,8 +187,6 @@ def free_port() -> int:
 
 
 def wait_http(url: str, timeout: float = 60, process=None) -> None:
-    import urllib.request
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
@@ -119,68 +201,97 @@ def wait_http(url: str, timeout: float = 60, process=None) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
-# ---------------------------------------------------------------------------------- the load generator
-async def load(url: str, tokens: list[str], concurrency: int, stream: bool, seconds: float, max_requests: int,
-               ramp: float = 0.0):
-    """C agents back to back, their starts spread over `ramp` seconds (real agents are not in lockstep):
-    (latencies in s, errors, elapsed)."""
-    latencies: list[float] = []
-    errors = 0
-    body = {**BODY, "stream": stream, **({"stream_options": {"include_usage": True}} if stream else {})}
-    data = json.dumps(body).encode()
-    stop_at = time.monotonic() + seconds
-    started = 0
-    conn = aiohttp.TCPConnector(limit=0, force_close=False)
-    timeout = aiohttp.ClientTimeout(total=120)
-    async with aiohttp.ClientSession(connector=conn, timeout=timeout) as http:
-        async def agent(i: int) -> None:
-            nonlocal errors, started
-            await asyncio.sleep(ramp * i / concurrency)
-            headers = {"Authorization": f"Bearer {tokens[i % len(tokens)]}", "Content-Type": "application/json"}
-            while time.monotonic() < stop_at and started < max_requests:
-                started += 1
-                t = time.perf_counter()
-                try:
-                    async with http.post(url, data=data, headers=headers) as resp:
-                        payload = await resp.read()
-                        ok = resp.status == 200 and (b"[DONE]" in payload if stream else b'"usage"' in payload)
-                except (aiohttp.ClientError, asyncio.TimeoutError):
-                    ok = False
-                if ok:
-                    latencies.append(time.perf_counter() - t)
-                else:
-                    errors += 1
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(agent(i) for i in range(concurrency)))
-        elapsed = time.perf_counter() - t0
-    return latencies, errors, elapsed
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its living descendants."""
+    total, todo = 0.0, [pid]
+    tick = os.sysconf("SC_CLK_TCK")
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return total
 
 
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+# ---------------------------------------------------------------------------------- the load generator (wrk)
+WRK_LUA = """
+local requests, n, spread, C, ramp_ms = {}, 0, 0, %(c)d, %(ramp_ms)d
+local body = %(body)s
+local tokens = {%(tokens)s}
+init = function(args)
+  for i, t in ipairs(tokens) do
+    requests[i] = wrk.format("POST", nil, {["Authorization"] = "Bearer " .. t,
+                                           ["Content-Type"] = "application/json"}, body)
+  end
+end
+request = function()
+  n = n + 1
+  return requests[(n %% #requests) + 1]
+end
+%(delay)s
+done = function(summary, latency, _)
+  local e = summary.errors
+  io.write(string.format('WRKJSON {"requests":%%d,"connect":%%d,"read":%%d,"write":%%d,"status":%%d,' ..
+    '"timeout":%%d,"p50_us":%%d,"p99_us":%%d,"duration_us":%%d}\\n', summary.requests, e.connect, e.read, e.write,
+    e.status, e.timeout, latency:percentile(50), latency:percentile(99), summary.duration))
+end
+"""
+# real agents are not in lockstep: after its first answer, connection i waits i/C of the stub's delay once
+DELAY_LUA = """
+delay = function()
+  spread = spread + 1
+  if spread <= C then return math.floor(ramp_ms * (spread - 1) / C) end
+  return 0
+end
+"""
+
+
+def lua_string(text: str) -> str:
+    return "[==[" + text + "]==]"
+
+
+def run_wrk(url: str, tokens: list[str], model: str, stream: bool, concurrency: int, seconds: float,
+            ramp_ms: int, workdir: Path) -> dict:
+    script = workdir / "wrk.lua"
+    script.write_text(WRK_LUA % {"c": concurrency, "ramp_ms": ramp_ms,
+                                 "body": lua_string(json.dumps(body(model, stream))),
+                                 "tokens": ", ".join(lua_string(t) for t in tokens),
+                                 "delay": DELAY_LUA if ramp_ms else ""})
+    cmd = ["wrk", "-t1", f"-c{concurrency}", f"-d{max(1, round(seconds))}s", "--timeout", "60s", "-s", str(script), url]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = proc.stdout.read().decode(errors="replace")
+    _, status, rusage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    line = next((x for x in out.splitlines() if x.startswith("WRKJSON ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk failed: {out.strip()[-500:]}")
+    result = json.loads(line[len("WRKJSON "):])
+    result["cpu_s"] = rusage.ru_utime + rusage.ru_stime
+    return result
 
 
 # ---------------------------------------------------------------------------------- the three targets
 class Target:
     name = ""
-    url = ""
-    tokens = ["sk-none"]
-    pid = 0  # the proxy's process, whose CPU time per request is measured
+    pid = 0  # the proxy's process (with its children), whose CPU time per request is measured
+
+    def url(self, stub_kind: str, stream: bool) -> str:
+        raise NotImplementedError
+
+    def model(self, stub_kind: str, stream: bool) -> str:
+        return f"{stub_kind}-{'sse' if stream else 'plain'}"
 
     def cpu_s(self) -> float:
-        if not self.pid:
-            return 0.0
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return process_tree_cpu(self.pid) if self.pid else 0.0
 
-    def prepare(self, concurrency: int) -> None:
-        pass
+    def tokens(self, stub_kind: str, stream: bool, concurrency: int) -> list[str]:
+        return ["sk-none"]
 
-    def check(self, completed: int) -> dict:
+    def check(self, answered: int, cut: int) -> dict:
         return {}
 
     def stop(self) -> None:
@@ -190,49 +301,68 @@ class Target:
 class NoProxy(Target):
     name = "none"
 
-    def __init__(self, stub_url: str) -> None:
-        self.url = stub_url + "/v1/chat/completions"
+    def __init__(self, stub: Stub) -> None:
+        self.stub = stub
+
+    def url(self, stub_kind, stream):
+        return f"{self.stub.url}/{self.model(stub_kind, stream)}/v1/chat/completions"
 
 
 class Gateway(Target):
     name = "gateway"
 
-    def __init__(self, stub_url: str, state_dir: Path) -> None:
+    def __init__(self, stub: Stub, state_dir: Path, workers: int | None) -> None:
         from pytest_clawswe.gateway import GatewayProcess, Upstream
 
         os.environ[KEY_ENV] = "sk-bench-stub-key"
-        self.process = GatewayProcess.start(state_dir, [Upstream("stub", stub_url + "/v1", KEY_ENV)])
+        upstreams = [Upstream(f"{k}-{m}", f"{stub.url}/{k}-{m}/v1", KEY_ENV)
+                     for k in ("zero", "real") for m in ("plain", "sse")]
+        self.process = GatewayProcess.start(state_dir, upstreams, workers=workers)
         self.client = self.process.client()
         self.pid = self.process.pid
-        self.url = self.process.url + "/v1/chat/completions"
+        self.base = self.process.url
         self.run = 0
+        self.names: list[str] = []
+        self.registered: list[str] = []
 
-    def prepare(self, concurrency: int) -> None:
+    def url(self, stub_kind, stream):
+        return self.base + "/v1/chat/completions"
+
+    def tokens(self, stub_kind, stream, concurrency):
         self.run += 1  # fresh tokens (and ledger files) for every run, one per agent
-        self.tokens = [self.client.register(f"bench{self.run}__agent{i}", "stub/m") for i in range(concurrency)]
+        model = self.model(stub_kind, stream)
+        self.names = [f"bench{self.run}__agent{i}" for i in range(concurrency)]
+        self.registered = [self.client.register(name, f"{model}/m") for name in self.names]
+        return self.registered
 
-    def check(self, completed: int) -> dict:
+    def check(self, answered: int, cut: int) -> dict:
+        """The gateway's counts against the stub's: one counted request per request the stub saw (answered in
+        full, or left by the gateway when wrk hung up at the end), each answered one with exactly the stub's
+        usage, a cut one with it or (cut before the usage event) none; the admin API's totals (summed over
+        the workers' fsynced files) equal to the files read here."""
+        from pytest_clawswe.gateway.ledger import read_records, usage_of
         from pytest_clawswe.results import Usage
 
-        # a streamed answer is recorded right after its last byte: the client may be quicker than that
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 15  # requests wrk left in flight finish after it stops
         while True:
             total = Usage()
-            for token in self.tokens:
+            for token in self.registered:
                 total += self.client.usage(token)
-            if total.requests >= completed or time.monotonic() > deadline:
+            if total.requests >= answered + cut or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-        from pytest_clawswe.gateway import read_usage
+        records = [r for name in self.names for r in read_records(self.process.state_dir, name)]
+        full = dict(PER_REQUEST)
 
-        on_disk = Usage()
-        for i in range(len(self.tokens)):
-            on_disk += read_usage(self.process.state_dir, f"bench{self.run}__agent{i}")
-        per = {"input_tokens": 200, "output_tokens": 20, "cache_read_tokens": 1000}
-        expected = {k: v * completed for k, v in per.items()}
-        counted = {"requests": total.requests, **{k: getattr(total, k) for k in per}}
-        exact = all(counted[k] == expected[k] for k in per) and total.requests == completed and on_disk == total
-        return {"tokens_exact": exact, "requests_counted": total.requests, "requests_on_disk": on_disk.requests}
+        def tokens(r):
+            return {k: r[k] for k in PER_REQUEST}
+
+        zero = dict.fromkeys(PER_REQUEST, 0)
+        exact = (total.requests == answered + cut == len(records) and usage_of(records) == total
+                 and all(tokens(r) == full for r in records if r["status"] == 200)
+                 and all(tokens(r) in (full, zero) for r in records if r["status"] != 200))
+        return {"tokens_exact": exact, "requests_counted": total.requests, "requests_on_disk": len(records),
+                "requests_cut": sum(r["status"] != 200 for r in records)}
 
     def stop(self) -> None:
         self.process.stop()
@@ -241,22 +371,30 @@ class Gateway(Target):
 class LiteLLM(Target):
     name = "litellm"
 
-    def __init__(self, stub_url: str, litellm_bin: str, workdir: Path) -> None:
+    def __init__(self, stub: Stub, litellm_bin: str, workdir: Path) -> None:
         config = workdir / "litellm.yaml"
-        config.write_text(
-            "model_list:\n  - model_name: m\n    litellm_params:\n      model: openai/m\n"
-            f"      api_base: {stub_url}/v1\n      api_key: sk-bench-stub-key\n")
+        entries = "".join(
+            f"  - model_name: {k}-{m}\n    litellm_params:\n      model: openai/m\n"
+            f"      api_base: {stub.url}/{k}-{m}/v1\n      api_key: sk-bench-stub-key\n"
+            for k in ("zero", "real") for m in ("plain", "sse"))
+        config.write_text("model_list:\n" + entries)
         port = free_port()
         self.log = open(workdir / "litellm.log", "wb")
         master = "sk-bench-litellm-master-key-0123456789abcdef"  # it refuses to start without one
         env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_MASTER_KEY": master}
-        self.tokens = [master]
+        self.master = master
         self.process = subprocess.Popen([litellm_bin, "--config", str(config), "--host", "127.0.0.1",
                                          "--port", str(port)], stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True)
-        self.url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        self.base = f"http://127.0.0.1:{port}"
         self.pid = self.process.pid
-        wait_http(f"http://127.0.0.1:{port}/health/liveliness", timeout=180, process=self.process)
+        wait_http(f"{self.base}/health/liveliness", timeout=180, process=self.process)
+
+    def url(self, stub_kind, stream):
+        return self.base + "/v1/chat/completions"
+
+    def tokens(self, stub_kind, stream, concurrency):
+        return [self.master]
 
     def stop(self) -> None:
         os.killpg(self.process.pid, signal.SIGTERM)
@@ -266,126 +404,171 @@ class LiteLLM(Target):
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
-def stub_stats(stub_url: str, reset: bool = False) -> dict:
-    import urllib.request
-
-    request = urllib.request.Request(stub_url + ("/reset" if reset else "/stats"), data=b"" if reset else None)
-    return json.loads(urllib.request.urlopen(request, timeout=10).read())
-
-
 # ---------------------------------------------------------------------------------- the grid
+def missing_tools() -> str:
+    missing = [t for t in ("wrk", "nginx") if not shutil.which(t)]
+    if not missing and "echo" not in subprocess.run(["nginx", "-V"], capture_output=True, text=True).stderr + \
+            "".join(p.name for p in Path("/usr/lib/nginx/modules").glob("*echo*")):
+        missing.append("nginx's echo module")
+    return ", ".join(missing)
+
+
+def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, seconds: float, tmp: Path) -> dict:
+    ramp_ms = 1000 if stub_kind == "real" else 0
+    url, model = target.url(stub_kind, stream), target.model(stub_kind, stream)
+    run_wrk(url, target.tokens(stub_kind, stream, min(c, 3)), model, stream, min(c, 3), 0.5, 0, tmp)  # warm up
+    quiesce(stub, 1.2 if stub_kind == "real" else 0.3)  # the warm-up's last requests end before counting starts
+    tokens = target.tokens(stub_kind, stream, c)
+    answered0 = stub.answered()
+    cpu0, stub_cpu0 = target.cpu_s(), stub.cpu_s()
+    stub.sample()
+    wrk = run_wrk(url, tokens, model, stream, c, seconds, ramp_ms, tmp)
+    peak = stub.stop_sampling()
+    cpu, stub_cpu = target.cpu_s() - cpu0, stub.cpu_s() - stub_cpu0
+    quiesce(stub, 1.2 if stub_kind == "real" else 0.3)  # what wrk left in flight in the proxy reaches the stub
+    answered, cut = (now - then for now, then in zip(stub.answered(), answered0))
+    checked = target.check(answered, cut)
+    done = wrk["requests"]
+    elapsed = wrk["duration_us"] / 1e6
+    errors = wrk["connect"] + wrk["read"] + wrk["write"] + wrk["status"] + wrk["timeout"]
+    per = max(1, done)
+    return {"stub": stub_kind, "target": target.name, "stream": stream, "concurrency": c,
+            "requests": done, "errors": errors, "seconds": round(elapsed, 2),
+            "req_per_s": round(done / elapsed, 1), "p50_ms": round(wrk["p50_us"] / 1000, 2),
+            "p99_ms": round(wrk["p99_us"] / 1000, 2), "stub_answered": answered, "stub_cut": cut,
+            "stub_peak_in_flight": peak,
+            "proxy_cpu_ms_per_req": round(cpu * 1000 / per, 3) if target.pid else None,
+            "wrk_cpu_ms_per_req": round(wrk["cpu_s"] * 1000 / per, 3),
+            "stub_cpu_ms_per_req": round(stub_cpu * 1000 / per, 3),
+            "load_avg_1m": round(os.getloadavg()[0], 2), **checked}
+
+
+def quiesce(stub: Stub, still: float, limit: float = 90.0) -> None:
+    """Wait until the stub has seen no new request for `still` seconds: a proxy that queued requests (LiteLLM
+    at 300 agents) finishes them before the next run is measured."""
+    deadline = time.monotonic() + limit
+    last = stub.answered()
+    while time.monotonic() < deadline:
+        time.sleep(still)
+        now = stub.answered()
+        if now == last and stub.in_flight() == 0:
+            return
+        last = now
+
+
 def run_grid(args) -> dict:
     rows = []
+    uptime_before = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
         tmp = Path(tmp)
-        for stub_kind, delay in (("zero", 0.0), ("real", 1.0)):
-            if stub_kind not in args.stubs:
-                continue
-            port = free_port()
-            stub = subprocess.Popen([sys.executable, __file__, "--serve-stub", str(port), str(delay)],
-                                    start_new_session=True)
-            stub_url = f"http://127.0.0.1:{port}"
-            wait_http(stub_url + "/stats")
-            targets = [NoProxy(stub_url), Gateway(stub_url, tmp / f"gw-{stub_kind}")]
-            if args.litellm_bin:
+        stub = Stub(tmp)
+        targets: list[Target] = []
+        try:
+            targets = [NoProxy(stub), Gateway(stub, tmp / "gw", args.workers)]
+            if args.litellm_bin and "litellm" in args.targets:
                 try:
-                    targets.append(LiteLLM(stub_url, args.litellm_bin, tmp))
+                    targets.append(LiteLLM(stub, args.litellm_bin, tmp))
                 except RuntimeError as exc:
                     print(f"litellm skipped: {exc} (see its log)", file=sys.stderr)
-            try:
+            targets = [t for t in targets if t.name in args.targets]
+            for stub_kind in args.stubs:
+                seconds = args.seconds if stub_kind == "zero" else max(args.seconds, args.seconds_real)
                 for target in targets:
                     for stream in (False, True):
                         for c in args.concurrency:
                             if target.name == "litellm" and c > args.litellm_max_concurrency:
                                 continue
-                            target.prepare(c)
-                            asyncio.run(load(target.url, target.tokens, min(c, 3), stream, 0.3, 20))  # warm up
-                            target.prepare(c)
-                            stub_stats(stub_url, reset=True)
-                            seconds = args.seconds if delay == 0 else max(args.seconds, 5.0)
-                            cpu0 = target.cpu_s()
-                            lat, errors, elapsed = asyncio.run(load(target.url, target.tokens, c, stream, seconds,
-                                                                    args.max_requests, ramp=delay))
-                            cpu = target.cpu_s() - cpu0
-                            row = {"stub": stub_kind, "target": target.name, "stream": stream, "concurrency": c,
-                                   "requests": len(lat), "errors": errors, "seconds": round(elapsed, 2),
-                                   "req_per_s": round(len(lat) / elapsed, 1),
-                                   "p50_ms": round(pct(lat, 0.5) * 1000, 2), "p99_ms": round(pct(lat, 0.99) * 1000, 2),
-                                   "stub_peak_in_flight": stub_stats(stub_url)["peak"],
-                                   "proxy_cpu_ms_per_req": (round(cpu * 1000 / max(1, len(lat)), 3)
-                                                            if target.pid else None),
-                                   "load_avg_1m": round(os.getloadavg()[0], 2), **target.check(len(lat))}
+                            row = measure(target, stub, stub_kind, stream, c, seconds, tmp)
                             rows.append(row)
                             print(json.dumps(row), flush=True)
-            finally:
-                for target in targets:
-                    target.stop()
-                os.killpg(stub.pid, signal.SIGTERM)
-                stub.wait(10)
+        finally:
+            for target in targets:
+                target.stop()
+            stub.stop()
+    uptime_after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     for row in rows:  # added latency against no proxy, same stub, mode and concurrency
         base = next((r for r in rows if r["target"] == "none" and r["stub"] == row["stub"]
                      and r["stream"] == row["stream"] and r["concurrency"] == row["concurrency"]), None)
         if base and row["target"] != "none":
             row["added_p50_ms"] = round(row["p50_ms"] - base["p50_ms"], 2)
             row["added_p99_ms"] = round(row["p99_ms"] - base["p99_ms"], 2)
-    return {"machine": {"cores": os.cpu_count(), "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
-                        "note": "2 cores shared with 5 other engineers' jobs (Docker builds, test runs): "
-                                "figures are lower bounds of what an idle machine gives"},
-            "settings": {"seconds": args.seconds, "seconds_real_stub": max(args.seconds, 5.0),
-                         "max_requests": args.max_requests,
-                         "stubs": {"zero": "answers at once", "real": "1 s to the last token (20 chunks)"}},
+    from pytest_clawswe.gateway.client import default_workers
+
+    return {"machine": {"cores": os.cpu_count(), "uptime_before": uptime_before, "uptime_after": uptime_after,
+                        "load_avg_at_end": [round(x, 2) for x in os.getloadavg()], "note": args.note},
+            "settings": {"seconds": args.seconds, "seconds_real_stub": max(args.seconds, args.seconds_real),
+                         "gateway_workers": args.workers or default_workers(), "load_generator": "wrk -t1",
+                         "stubs": STUBS},
             "rows": rows}
 
 
 def write_markdown(result: dict, path: Path) -> None:
     """One line per stub, mode and concurrency: the floor, then each proxy's added latency, rate and CPU."""
+    m = result["machine"]
     lines = ["# Gateway under load (benchmarks/bench_gateway.py)", "",
-             f"Machine: {result['machine']['cores']} cores, load average at the end "
-             f"{result['machine']['load_avg_at_end']}. {result['machine']['note']}.", "",
-             "Latency to the last byte; added = proxy minus no proxy (same stub, mode, concurrency). "
-             "CPU = the proxy process's CPU time per request.", "",
+             f"Machine: {m['cores']} cores. Before: `{m.get('uptime_before', '')}`; after: "
+             f"`{m.get('uptime_after', '')}`. {m['note']}", "",
+             f"Gateway workers: {result['settings'].get('gateway_workers')}. Load generator: "
+             f"{result['settings'].get('load_generator')}. Latency to the last byte; added = proxy minus no proxy "
+             "(same stub, mode, concurrency). CPU = CPU time per request of the proxy's processes (gw), and of the "
+             "load generator + stub in the same run (wrk+stub). Stub peak in flight: nginx's stub_status sampled "
+             "at 20 Hz (too coarse for the zero-delay stub: n/a).", "",
              "| stub | mode | C | none p50 / p99 ms | none req/s | gateway added p50 / p99 ms | gateway req/s "
-             "| gateway CPU ms/req | litellm added p50 / p99 ms | litellm req/s | litellm CPU ms/req "
-             "| stub peak in flight (gateway) | gateway tokens exact |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| gw CPU ms/req | wrk+stub CPU ms/req (gw run) | litellm added p50 / p99 ms | litellm req/s "
+             "| litellm CPU ms/req | stub peak in flight (gw) | gw tokens exact | gw errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = result["rows"]
     keys = sorted({(r["stub"], r["stream"], r["concurrency"]) for r in rows},
                   key=lambda k: (k[0] != "zero", k[1], k[2]))
 
     def added(r):
+        if r and not r["requests"]:
+            return f"none done in {r['seconds']:.0f} s"
         return f"{r['added_p50_ms']:+.2f} / {r['added_p99_ms']:+.2f}" if r and "added_p50_ms" in r else "-"
 
     def field(r, name):
+        if r and not r["requests"] and name.endswith("per_req"):
+            return "-"
         return "-" if not r or r.get(name) is None else r[name]
 
     for stub, stream, c in keys:
         get = {r["target"]: r for r in rows if (r["stub"], r["stream"], r["concurrency"]) == (stub, stream, c)}
         none, gw, ll = get.get("none"), get.get("gateway"), get.get("litellm")
         floor = f"{none['p50_ms']:.2f} / {none['p99_ms']:.2f} | {none['req_per_s']:.0f}" if none else "- | -"
+        harness_cpu = (f"{gw['wrk_cpu_ms_per_req'] + gw['stub_cpu_ms_per_req']:.3f}" if gw else "-")
         lines.append(f"| {stub} | {'stream' if stream else 'plain'} | {c} | {floor} | {added(gw)} | "
-                     f"{field(gw, 'req_per_s')} | {field(gw, 'proxy_cpu_ms_per_req')} | {added(ll)} | "
+                     f"{field(gw, 'req_per_s')} | {field(gw, 'proxy_cpu_ms_per_req')} | {harness_cpu} | {added(ll)} | "
                      f"{field(ll, 'req_per_s')} | {field(ll, 'proxy_cpu_ms_per_req')} | "
-                     f"{field(gw, 'stub_peak_in_flight')} | {field(gw, 'tokens_exact')} |")
+                     f"{field(gw, 'stub_peak_in_flight') if stub == 'real' else 'n/a'} | {field(gw, 'tokens_exact')} | "
+                     f"{field(gw, 'errors')} |")
+    notes = result.get("reading")
+    if notes:
+        lines += ["", "## Reading it", "", notes]
     path.write_text("\n".join(lines) + "\n")
 
 
 def main() -> int:
-    if len(sys.argv) == 4 and sys.argv[1] == "--serve-stub":
-        serve_stub(int(sys.argv[2]), float(sys.argv[3]))
-        return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=3.0, help="per run (the realistic stub: at least 3)")
-    parser.add_argument("--max-requests", type=int, default=30000, help="per run, whatever the time")
+    parser.add_argument("--seconds", type=float, default=3.0, help="per run with the zero-delay stub")
+    parser.add_argument("--seconds-real", type=float, default=6.0, help="per run with the realistic stub")
     parser.add_argument("--concurrency", default="1,3,30,300")
     parser.add_argument("--stubs", default="zero,real")
+    parser.add_argument("--targets", default="none,gateway,litellm", help="which of none, gateway, litellm")
+    parser.add_argument("--workers", type=int, default=None, help="gateway worker processes (default: its own)")
     parser.add_argument("--litellm-bin", default="", help="the litellm command (e.g. in its own venv); empty: skip")
     parser.add_argument("--litellm-max-concurrency", type=int, default=300)
+    parser.add_argument("--note", default="", help="what else ran on the machine (written with the results)")
     parser.add_argument("--out", default=str(RESULTS / "gateway_load.json"))
     parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .json, no run")
     args = parser.parse_args()
     if args.markdown_only:
         write_markdown(json.loads(Path(args.out).read_text()), Path(args.out).with_suffix(".md"))
         return 0
+    missing = missing_tools()
+    if missing:
+        print(f"bench_gateway needs wrk and nginx with its echo module (Debian: apt-get install wrk "
+              f"nginx-light); not found: {missing}.", file=sys.stderr)
+        return 2
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.stubs = args.stubs.split(",")
     result = run_grid(args)

@@ -116,8 +116,9 @@ def test_gateway_killed_mid_request_then_resume(docker_client, python_demo, tmp_
     iid = python_demo.instance_id
     proc = bench(run_dir, f"{FAKES}:ChattyHarness", [iid], "--model", "scripted/noop",
                  env={"CLAWSWE_TEST_SECONDS": "20"})
-    ledger = run_dir / "gateway" / "usage" / f"{iid}.jsonl"
-    wait_for(lambda: ledger.is_file() and len(ledger.read_text().splitlines()) >= 3, what="model requests")
+    from pytest_clawswe.gateway.ledger import read_records  # every gateway worker's file
+
+    wait_for(lambda: len(read_records(run_dir / "gateway", iid)) >= 3, what="model requests")
     gateway_pid = json.loads((run_dir / "gateway" / "gateway.json").read_text())["pid"]
     os.kill(gateway_pid, signal.SIGKILL)  # the run started it: ours to kill
     out = proc.communicate(timeout=300)[0]
@@ -132,7 +133,7 @@ def test_gateway_killed_mid_request_then_resume(docker_client, python_demo, tmp_
     assert proc.returncode == 0, out
     assert outcomes(run_dir) == {iid: "resolved"} and predictions(run_dir) == [iid]
     # the requests before the fault stay counted in the gateway's ledger (attempt 1), apart from the resumed ones
-    records = [json.loads(line) for line in ledger.read_text().splitlines()]
+    records = read_records(run_dir / "gateway", iid)
     assert len({r.get("attempt") for r in records}) >= 2
 
 

@@ -147,6 +147,8 @@ class StubHandler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             return self._send(200, "application/json", json.dumps(stub_json(self.path, body)))
         events = stub_stream(self.path, body)
+        if body["model"] == "late":  # answers once its client has hung up
+            time.sleep(1.0)
         if body["model"] == "slow":
             events = events[:1] * 100 + events
         self.server.sent.append(b"".join(events))
@@ -540,6 +542,24 @@ def test_client_disconnect_mid_stream_is_recorded_and_harmless(gateway, stub):
     assert _post(gateway.url + "/v1/chat/completions", {"Authorization": f"Bearer {again}"})[0] == 200
 
 
+def test_a_client_gone_before_the_stream_starts_is_its_own_disconnect_not_an_unreachable_provider(gateway, stub):
+    """Today: the answer's headers could not go out, and the request was recorded as the gateway's own 502
+    (provider unreachable), not a turn, its tokens lost although the provider answered."""
+    token = register(gateway, "fwd__gone-early", "stub/late")
+    conn = http.client.HTTPConnection(gateway.url.split("//")[1], timeout=30)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": [], "stream": True}),
+                 {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    conn.sock.shutdown(socket.SHUT_RDWR)  # gone before the provider answers
+    conn.close()
+    client = gateway.client()
+    deadline = time.monotonic() + 20
+    while not client.requests(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (record,) = client.requests(token)
+    assert (record["status"], record["error"]) == (499, "client disconnected"), record
+    assert client.usage(token).requests == 1  # the model answered: a turn
+
+
 def test_concurrent_instances_are_counted_apart(gateway):
     def one(i):
         token = register(gateway, f"conc__{i}", "scripted/gold", GOLD)
@@ -668,7 +688,8 @@ def test_no_key_or_token_in_any_gateway_file(tmp_path, stub, monkeypatch):
         assert send(tokens[0])[0] == 401
         assert sum(client.usage(t).requests for t in tokens) == 6
     files = [p for p in (tmp_path / "gw").rglob("*") if p.is_file()]
-    assert {p.name for p in files} >= {"gateway.log", "leak__gold.jsonl", "leak__fwd.jsonl", "leak__echo.jsonl"}
+    names = {re.sub(r"@w\d+(?=\.jsonl$)", "", p.name) for p in files}  # any worker's ledger file
+    assert names >= {"gateway.log", "leak__gold.jsonl", "leak__fwd.jsonl", "leak__echo.jsonl"}
     for path in files:
         text = path.read_text(errors="replace")
         assert DUMMY_KEY not in text, path

@@ -54,7 +54,8 @@ def gateway(tmp_path_factory, stub):
     os.environ.update({KEY_ENV: KEY, "CLAWSWE_GATEWAY_MAX_BODY_MB": str(LIMIT_MB),
                        "CLAWSWE_GATEWAY_INFLIGHT_MB": str(INFLIGHT_MB)})
     upstreams = [Upstream("stub", stub.url + "/v1", KEY_ENV), Upstream("down", "http://127.0.0.1:9/v1", KEY_ENV)]
-    gw = GatewayProcess.start(tmp_path_factory.mktemp("gateway"), upstreams)
+    # one process: the memory bounds tested here are per worker process (RSS of one pid)
+    gw = GatewayProcess.start(tmp_path_factory.mktemp("gateway"), upstreams, workers=1)
     yield gw
     gw.stop()
     for k, v in saved.items():

@@ -230,12 +230,17 @@ def _post(url, token="", headers=None, path="/v1/chat/completions"):
         return exc.code
 
 
-def test_the_relay_listener_believes_an_agent_address_only_with_its_engines_secret(tmp_path):
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_relay_listener_believes_an_agent_address_only_with_its_engines_secret(tmp_path, workers):
     from pytest_clawswe.gateway.client import GatewayProcess
 
     e2, e3 = "tcp://e2:2376", "tcp://e3:2376"
-    with GatewayProcess.start(tmp_path / "gw", relay_hosts=["127.0.0.1"]) as gateway:
+    with GatewayProcess.start(tmp_path / "gw", relay_hosts=["127.0.0.1"], workers=workers) as gateway:
         admin, relay_url = gateway.client(), gateway.relay_urls["127.0.0.1"]
+        deadline = time.monotonic() + 30
+        while admin.workers() < workers and time.monotonic() < deadline:  # the others join after the leader
+            time.sleep(0.1)
+        assert admin.workers() == workers
         secret, secret3 = admin.add_relay(e2), admin.add_relay(e3)
         token = admin.register("remote", "scripted/gold", scripted=SCRIPTED, address="10.250.16.2", relay=e2)
         local = admin.register("local", "scripted/gold", scripted=SCRIPTED, address="127.0.0.1")
@@ -243,7 +248,9 @@ def test_the_relay_listener_believes_an_agent_address_only_with_its_engines_secr
         def via(url, tok, agent, key):
             return _post(url, tok, {"X-Clawswe-Agent": agent, **({"X-Clawswe-Relay": key} if key else {})})
 
-        assert via(relay_url, token, "10.250.16.2", secret) == 200  # its container, through its engine's relay
+        # every call a fresh connection: with several workers the kernel spreads them, and each one must know
+        # the relay listener, the relay's secret and the token
+        assert [via(relay_url, token, "10.250.16.2", secret) for _ in range(8)] == [200] * 8
         assert via(relay_url, token, "10.250.16.3", secret) == 401  # another container on that engine
         assert via(relay_url, token, "10.250.16.2", secret3) == 401  # the same address on another engine
         assert via(relay_url, token, "10.250.16.2", "forged") == 401  # a guessed secret
@@ -254,7 +261,7 @@ def test_the_relay_listener_believes_an_agent_address_only_with_its_engines_secr
         admin_call = _post(relay_url, headers={"Authorization": f"Bearer {gateway.admin_token}"},
                            path="/_admin/usage")
         assert admin_call == 401  # the admin API is not on the relay listener
-        assert admin.usage(token).requests == 1 and admin.usage(local).requests == 1
+        assert admin.usage(token).requests == 8 and admin.usage(local).requests == 1
     assert secret not in (tmp_path / "gw" / "gateway.log").read_text()
 
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 
-from .server import serve
+from .server import serve, serve_worker
 from .upstream import Upstream, upstreams_from_json
 
 
@@ -23,11 +24,29 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--relay-host", action="append", default=[], metavar="ADDR",
                      help="also listen here, for other engines' relays only (pytest_clawswe/relay.py)")
     run.add_argument("--parent-pid", type=int, default=None, help="stop when this process is no longer the parent")
+    run.add_argument("--workers", type=int, default=1,
+                     help="worker processes on the one port (default 1; GatewayProcess passes its own default)")
+    worker = sub.add_parser("worker", help="one more worker of a gateway (started by the gateway itself)")
+    worker.add_argument("--state-dir", required=True)
+    worker.add_argument("--index", type=int, required=True)
+    worker.add_argument("--parent-pid", type=int, required=True)
     args = parser.parse_args(argv)
+    if args.command == "worker":
+        settings = json.loads(sys.stdin.read())  # from the leader: holds the admin secret
+        _setup()
+        asyncio.run(serve_worker(args.state_dir, args.index, args.parent_pid, settings))
+        return 0
     try:
         upstreams = upstreams_from_json(args.upstreams_json) + [Upstream.from_spec(s) for s in args.upstream]
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
+    _setup()
+    asyncio.run(serve(args.state_dir, args.host, args.port, upstreams, args.parent_pid, relay_hosts=args.relay_host,
+                      workers=max(1, args.workers)))
+    return 0
+
+
+def _setup() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:  # libuv's event loop: about a third less CPU per relayed request than asyncio's own
@@ -36,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(serve(args.state_dir, args.host, args.port, upstreams, args.parent_pid, args.relay_host))
-    return 0
 
 
 if __name__ == "__main__":

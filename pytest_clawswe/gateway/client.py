@@ -20,6 +20,18 @@ STATE_FILE = "gateway.json"  # url, admin_token, pid: written by the gateway onc
 LOG_FILE = "gateway.log"
 
 
+def default_workers() -> int:
+    """Gateway worker processes: CLAWSWE_GATEWAY_WORKERS, else one per core up to 4 (one Python process
+    uses one core at most; past 4 the model requests of a run are not that many)."""
+    value = os.environ.get("CLAWSWE_GATEWAY_WORKERS", "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ValueError(f"CLAWSWE_GATEWAY_WORKERS must be a whole number, not {value!r}.") from None
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
 class GatewayError(RuntimeError):
     """The gateway is not running or not answering (an infrastructure error)."""
 
@@ -77,6 +89,10 @@ class GatewayClient:
     def health(self) -> bool:
         return bool(self._call("/_admin/health").get("ok"))
 
+    def workers(self) -> int:
+        """How many worker processes serve the port right now (they join after the gateway is up)."""
+        return int(self._call("/_admin/health").get("workers") or 1)
+
     def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
                  harness: str = "", shaping: str | list[str] | None = None, relay: str = "") -> str:
         """A token for one run of one instance. `scripted` (for scripted/* models):
@@ -117,12 +133,16 @@ class GatewayProcess:
 
     @classmethod
     def start(cls, state_dir: str | Path, upstreams: list[Upstream] | tuple = (), host: str = "127.0.0.1",
-              port: int = 0, timeout: float = 30.0, relay_hosts: list[str] | tuple = ()) -> "GatewayProcess":
+              port: int = 0, timeout: float = 30.0, relay_hosts: list[str] | tuple = (),
+              workers: int | None = None) -> "GatewayProcess":
+        """`workers`: processes serving the port (None: default_workers(); 1: one process, as before);
+        `relay_hosts`: one more listener on each, for other engines' relays (relay.py)."""
         state_dir = Path(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
         (state_dir / STATE_FILE).unlink(missing_ok=True)  # a stale one from a crashed run
         cmd = [sys.executable, "-m", "pytest_clawswe.gateway", "serve", "--state-dir", str(state_dir),
-               "--host", host, "--port", str(port), "--parent-pid", str(os.getpid())]
+               "--host", host, "--port", str(port), "--parent-pid", str(os.getpid()),
+               "--workers", str(default_workers() if workers is None else workers)]
         if upstreams:
             cmd += ["--upstreams-json", upstreams_to_json(upstreams)]
         for relay_host in relay_hosts:  # a listener for other engines' relays (relay.py)

@@ -7,6 +7,7 @@ so it cannot rewrite what it is graded on.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -65,10 +66,16 @@ def _args(raw) -> dict:
 
 def remember(state_dir, reg, protocol, body: dict, response=None) -> None:
     """Keep this request if it is the attempt's longest so far (called for every model request)."""
-    folder = Path(state_dir) / DIR_NAME
-    if not folder.is_dir():
+    if not os.path.isdir(os.path.join(state_dir, DIR_NAME)):  # one stat: this runs for every model request
         return
     path = conversation_path(state_dir, reg.instance_id)
+    # several gateway worker processes may serve one attempt: keep-the-longest is read and written under a lock
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _keep_if_longest(path, reg, protocol, body, response)
+
+
+def _keep_if_longest(path: Path, reg, protocol, body: dict, response) -> None:
     try:
         old = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -82,7 +89,7 @@ def remember(state_dir, reg, protocol, body: dict, response=None) -> None:
                                                       for c in answer.tool_calls]}
     record = {"instance_id": reg.instance_id, "attempt": reg.attempt, "protocol": protocol.name,
               "size": _size(protocol.name, body), "request": body, "reply": reply}
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
 

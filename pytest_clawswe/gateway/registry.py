@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ipaddress
+import logging
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from .scripted_wildclaw import scripted_for
 from .upstream import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
 
 TOKEN_PREFIX = "clawswe-"
+log = logging.getLogger("clawswe.gateway")
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Registration:
     active: bool = True
     usage: Usage = field(default_factory=Usage)  # the records themselves are on disk only
     pending: set = field(default_factory=set)  # ledger writes under way
+    spec: dict = field(default_factory=dict)  # what registered it: how the other worker processes build it
 
 
 def _key(token: str) -> bytes:
@@ -52,10 +55,11 @@ def _address(value: str) -> str:
 
 
 class Registry:
-    def __init__(self, state_dir: str | Path, upstreams: list[Upstream] | tuple = ()) -> None:
+    def __init__(self, state_dir: str | Path, upstreams: list[Upstream] | tuple = (), worker: int = 0) -> None:
         self.state_dir = Path(state_dir)
         self.upstreams = list(upstreams)
-        self.ledger = ledger.Ledger(self.state_dir)
+        self.ledger = ledger.Ledger(self.state_dir, worker)
+        self.shared = False  # several worker processes: shaping memory is told to the others (cluster.py)
         self._by_key: dict[bytes, Registration] = {}
         self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -67,15 +71,8 @@ class Registry:
         when one is given, else only directly. Raises ValueError for what it can't serve."""
         if not instance_id:
             raise ValueError("register needs an instance_id")
-        check_upstream(model, self.upstreams)
-        reg = Registration(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, 0, address=_address(address),
-                           relay=relay)
-        if is_scripted(model):
-            config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
-            reg.scripted = scripted_for(config)
-        else:
-            reg.upstream, reg.upstream_model = resolve(model, self.upstreams)
-        reg.shaping = Shaping.select(reg.upstream, reg.upstream_model, harness, shaping)
+        reg = self._build(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, scripted, address, harness,
+                          shaping, relay)
         with self._lock:
             earlier = self._attempts.get(instance_id)
             if earlier is None:  # a resumed run: continue the numbering found on disk
@@ -83,7 +80,40 @@ class Registry:
                               default=0)
             reg.attempt = self._attempts[instance_id] = earlier + 1
             self._by_key[_key(reg.token)] = reg
+        reg.spec = {"token": reg.token, "instance_id": instance_id, "model": model, "scripted": scripted,
+                    "address": address, "harness": harness, "shaping": shaping, "attempt": reg.attempt,
+                    "relay": relay}
         return reg
+
+    def _build(self, token, instance_id, model, scripted, address, harness, shaping, relay="") -> Registration:
+        check_upstream(model, self.upstreams)
+        reg = Registration(token, instance_id, model, 0, address=_address(address), relay=relay)
+        if is_scripted(model):
+            config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
+            reg.scripted = scripted_for(config)
+        else:
+            reg.upstream, reg.upstream_model = resolve(model, self.upstreams)
+        reg.shaping = Shaping.select(reg.upstream, reg.upstream_model, harness, shaping)
+        if self.shared:
+            reg.shaping.unshared = []
+        return reg
+
+    def adopt(self, spec: dict, active: bool = True) -> Registration:
+        """A registration made by another worker process (its spec), or the one already here. A revoked
+        token stays revoked whatever order the messages arrive in."""
+        reg = self.lookup(spec["token"])
+        if reg is None:
+            reg = self._build(spec["token"], spec["instance_id"], spec["model"], spec.get("scripted"),
+                              spec.get("address") or "", spec.get("harness") or "", spec.get("shaping"),
+                              spec.get("relay") or "")
+            reg.attempt, reg.spec = spec["attempt"], spec
+            with self._lock:
+                self._by_key[_key(reg.token)] = reg
+        reg.active = reg.active and active
+        return reg
+
+    def registrations(self) -> list[Registration]:
+        return list(self._by_key.values())
 
     def lookup(self, token: str | None) -> Registration | None:
         """The registration of a token, active or not (the admin API reads revoked ones too)."""
@@ -109,19 +139,19 @@ class Registry:
         reg.active = False
         return True
 
-    async def record(self, reg: Registration, record: dict) -> None:
-        """Count one model request: in memory at once (the admin API sees it), and returns once it is
-        on disk (group-committed)."""
+    def record_nowait(self, reg: Registration, record: dict) -> asyncio.Future:
+        """Count one model request: in memory at once (the admin API sees it), and on disk once the returned
+        future is done (group-committed). The admin API waits for `reg.pending` before it reads the disk."""
         reg.usage += ledger.usage_of([record])
-        commit = asyncio.ensure_future(self.ledger.commit(record))
+        commit = self.ledger.commit(record)  # queued now: a stop right after still writes it (Ledger.close)
         reg.pending.add(commit)
-        try:
-            await asyncio.shield(commit)
-        finally:
-            if commit.done():
-                reg.pending.discard(commit)
-            else:
-                commit.add_done_callback(reg.pending.discard)
+        commit.add_done_callback(reg.pending.discard)
+        commit.add_done_callback(_report)
+        return commit
+
+    async def record(self, reg: Registration, record: dict) -> None:
+        """record_nowait, returning once the record is on disk."""
+        await asyncio.shield(self.record_nowait(reg, record))
 
     async def records(self, reg: Registration) -> list[dict]:
         """The records of this registration, read from disk once every pending write is there."""
@@ -131,6 +161,11 @@ class Registry:
 
     def close(self) -> None:
         self.ledger.close()
+
+
+def _report(commit: asyncio.Future) -> None:
+    if not commit.cancelled() and commit.exception() is not None:
+        log.error("a usage record could not be written: %s", commit.exception())
 
 
 def _normal(remote: str | None) -> str:

@@ -21,10 +21,10 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from . import redact, shaping, sse
+from . import fastjson, redact, shaping, sse
 from .client import STATE_FILE
 from .conversation import remember
-from .ledger import bounded, make_record
+from .ledger import bounded, make_record, usage_of
 from .protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
 from .registry import Registration, Registry
 from .scripted import scripted_usage
@@ -82,7 +82,9 @@ def _with_usage_requested(protocol: Protocol, body: dict) -> tuple[dict, bool]:
 
 def _upstream_headers(request: web.Request, up: Upstream) -> CIMultiDict:
     """The harness's headers (anthropic-version, betas, user agent...) with the real key instead of its token."""
-    headers = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST)
+    headers = request.headers.copy()  # C-level copy, then the few dropped: quicker than filtering each
+    for name in _DROP_REQUEST:
+        headers.popall(name, None)
     headers.update(up.auth_headers())
     if up.auth == "x-api-key":
         headers.setdefault("anthropic-version", "2023-06-01")
@@ -93,14 +95,16 @@ def _upstream_headers(request: web.Request, up: Upstream) -> CIMultiDict:
 
 class Gateway:
     def __init__(self, state_dir, upstreams: Iterable[Upstream] = (), admin_token: str = "",
-                 max_body: int = MAX_BODY) -> None:
-        self.registry = Registry(state_dir, list(upstreams))
+                 max_body: int = MAX_BODY, worker: int = 0) -> None:
+        self.registry = Registry(state_dir, list(upstreams), worker)
+        self.leader = None  # cluster.Leader when this is worker 0 of several
+        self.follower = None  # cluster.Follower when this is one of the other workers
         self.admin_token = admin_token
         self.max_body = max_body
         self.http: aiohttp.ClientSession | None = None
         self._inflight = 0  # bytes of request bodies being read right now
         self.relay_sockets: set[tuple] = set()  # (address, port) of the listeners for other engines' relays
-        self._relays: dict[bytes, str] = {}  # digest of a relay secret -> the engine it speaks for
+        self.relays: dict[bytes, str] = {}  # digest of a relay secret -> the engine it speaks for
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body)
@@ -163,7 +167,7 @@ class Gateway:
             self._inflight -= size
             chunks.clear()
         try:
-            body = json.loads(raw)
+            body = fastjson.loads(raw)
         except (ValueError, UnicodeDecodeError):
             return _error(protocol, 400, "The request body is not valid JSON.", "invalid_request_error")
         if not isinstance(body, dict):
@@ -182,7 +186,7 @@ class Gateway:
         if not self._via_relay(request):
             return "", request.remote  # relay headers sent here are ignored
         secret = request.headers.get(RELAY_SECRET_HEADER, "")
-        engine = self._relays.get(hashlib.sha256(secret.encode()).digest()) if secret else None
+        engine = self.relays.get(hashlib.sha256(secret.encode()).digest()) if secret else None
         if engine is None:
             return None
         return engine, request.headers.get(RELAY_AGENT_HEADER, "")
@@ -215,7 +219,7 @@ class Gateway:
         if isinstance(parsed, web.StreamResponse):
             return parsed
         raw, body = parsed
-        result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None, "internal")
+        result = None  # (response, status, usage, error); the 500 is built only when needed
         try:
             if reg.scripted is not None:
                 result = await self._scripted(request, protocol, reg, body, len(raw))
@@ -224,11 +228,18 @@ class Gateway:
         except Exception:  # a bug must not take the gateway down; the harness sees a 500
             log.exception("request of %s failed", reg.instance_id)
         finally:
+            if result is None:
+                result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None,
+                          "internal")
             response, status, usage, error = result
+            await self._share(reg)
             record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
                                  status, time.monotonic() - started, usage,
                                  requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error)
-            await self.registry.record(reg, record)
+            if response.prepared:  # a stream, over already: its line is synced right after, the
+                self.registry.record_nowait(reg, record)  # connection's next request need not wait for it
+            else:  # a plain answer goes out once its line is on disk
+                await self.registry.record(reg, record)
             try:
                 remember(self.registry.state_dir, reg, protocol, body, response)
             except Exception:  # the transcript record must never cost the agent its answer
@@ -280,7 +291,7 @@ class Gateway:
         headers = _upstream_headers(request, up)
         forms = redact.key_forms(key)
         try:
-            async with self.http.post(url, data=json.dumps(body).encode(), headers=headers) as upstream:
+            async with self.http.post(url, data=fastjson.dumps(body), headers=headers) as upstream:
                 out_headers = CIMultiDict((k, v) for k, v in upstream.headers.items()
                                           if k.lower() not in _DROP_RESPONSE and not redact.contains(v, forms))
                 if rebuild and upstream.status < 400:
@@ -288,7 +299,8 @@ class Gateway:
                     return self._rebuilt(protocol, wire, data, wants_stream, reg, request, forms)
                 collector = shape.stream_collector() if wire is CHAT else None
                 return await self._relay(request, protocol, upstream.status, out_headers,
-                                         upstream.content.iter_any(), hide_usage, forms, shape, collector)
+                                         upstream.content.iter_any(), hide_usage, forms, shape, collector,
+                                         share=lambda: self._share(reg), drain=upstream.content.read_nowait)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             reason = type(exc).__name__
             message = f"The gateway could not reach {up.name} ({reason})."
@@ -321,8 +333,19 @@ class Gateway:
                                     headers={"Content-Type": "application/json"})
         return response, 200, usage, None if usage else "no usage in the answer"
 
+    async def _share(self, reg) -> None:
+        """Several workers: reasoning remembered here reaches the others before the harness can go on."""
+        if not reg.shaping.unshared:
+            return
+        peer = self.leader or self.follower
+        try:
+            if peer is not None:
+                await peer.share(reg)
+        except Exception:  # the answer still goes out; only a later turn on another worker misses it
+            log.exception("could not share the reasoning memory of %s", reg.instance_id)
+
     async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
-                     forms: list[bytes], shape=None, collector=None):
+                     forms: list[bytes], shape=None, collector=None, share=None, drain=None):
         """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
 
         def scrub(data: bytes) -> bytes:  # a provider error may echo the key: it must not reach a container
@@ -334,7 +357,7 @@ class Gateway:
             data = b"".join([c async for c in chunks])
             usage, error = None, None
             try:
-                obj = json.loads(data)
+                obj = fastjson.loads(data)
                 if isinstance(obj, dict) and status < 400:
                     usage = protocol.usage_from_body(obj)
                     if shape is not None and protocol is CHAT:
@@ -347,27 +370,44 @@ class Gateway:
             return web.Response(status=status, body=scrub(data), headers=headers), status, usage, error
 
         response = web.StreamResponse(status=status, headers=headers)
-        await response.prepare(request)
         reader, splitter = protocol.stream_reader(), sse.Splitter()
         error = None
         try:
+            try:
+                await response.prepare(request)
+            except ConnectionError as exc:
+                raise _ClientGone from exc
             async for chunk in chunks:
                 # the events of one chunk go out in one write: one send, not one per event
-                await self._pass_events(response, reader, splitter.feed(chunk), hide_usage, scrub, collector)
-            await self._pass_events(response, reader, splitter.close(), hide_usage, scrub, collector)
+                await self._pass_events(response, reader, splitter.feed_raw(chunk), hide_usage, scrub, collector,
+                                        share)
+            await self._pass_events(response, reader, [e.raw for e in splitter.close()], hide_usage, scrub,
+                                    collector, share)
             if collector is not None:  # before the end goes out: the harness's next turn may follow at once
                 collector.finish()
+                if share is not None:
+                    await share()
             await response.write_eof()
         except _ClientGone:  # the harness hung up; leaving here stops reading the upstream too
             status, error = CLIENT_GONE, "client disconnected"
+            try:  # but what the provider already sent is counted: its usage may be in it
+                for event in splitter.feed(drain() if drain else b"") + splitter.close():
+                    reader.feed(event)
+            except Exception:
+                log.warning("could not read usage from the rest of a %s answer", protocol.name)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             error = f"upstream stream broke: {type(exc).__name__}"
         return response, status, reader.usage, error
 
     @staticmethod
-    async def _pass_events(response, reader, events, hide_usage, scrub, collector=None) -> None:
+    async def _pass_events(response, reader, raws: list[bytes], hide_usage, scrub, collector=None,
+                           share=None) -> None:
         out = []
-        for event in events:
+        for raw in raws:
+            if collector is None and b'"usage"' not in raw:  # read only for its usage: the rest passes unread
+                out.append(raw)
+                continue
+            event = sse.Event(raw)
             try:
                 reader.feed(event)
                 if collector is not None:
@@ -379,6 +419,8 @@ class Gateway:
             out.append(event.raw)
         if collector is not None and collector.done:  # remembered before the harness can see the end and go on
             collector.finish()
+            if share is not None:
+                await share()
         if not out:
             return
         try:
@@ -454,7 +496,9 @@ class Gateway:
             raise web.HTTPNotFound(text=json.dumps({"error": "unknown token"}), content_type="application/json")
         return reg
 
-    async def admin_register(self, request: web.Request) -> web.Response:
+    async def admin_register(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         body = await self._admin_body(request)
         try:
             reg = self.registry.register(str(body.get("instance_id") or ""), str(body.get("model") or ""),
@@ -463,37 +507,63 @@ class Gateway:
                                          relay=str(body.get("relay") or ""))
         except ValueError as exc:
             return _json(400, {"error": str(exc)})
+        if self.leader is not None:  # every worker knows the token before anyone can use it
+            await self.leader.broadcast({"op": "add", "spec": reg.spec})
         log.info("registered %s #%d for %s", reg.instance_id, reg.attempt, reg.model)
         return _json(200, {"token": reg.token, "instance_id": reg.instance_id, "attempt": reg.attempt})
 
-    async def admin_usage(self, request: web.Request) -> web.Response:
+    async def admin_usage(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         reg = await self._admin_registration(request)
-        return _json(200, {"instance_id": reg.instance_id, "attempt": reg.attempt, "usage": vars(reg.usage)})
+        usage = reg.usage
+        if self.leader is not None:  # counted by several processes: the fsynced files have it all
+            await self.leader.broadcast({"op": "flush", "token": reg.token})
+            records = await self.registry.records(reg)
+            usage = usage_of(records)
+        return _json(200, {"instance_id": reg.instance_id, "attempt": reg.attempt, "usage": vars(usage)})
 
-    async def admin_requests(self, request: web.Request) -> web.Response:
+    async def admin_requests(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         reg = await self._admin_registration(request)
+        if self.leader is not None:
+            await self.leader.broadcast({"op": "flush", "token": reg.token})
         return _json(200, {"requests": await self.registry.records(reg)})
 
-    async def admin_unregister(self, request: web.Request) -> web.Response:
+    async def admin_unregister(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         reg = await self._admin_registration(request)
         self.registry.unregister(reg.token)
+        if self.leader is not None:  # revoked everywhere before the run is told so
+            await self.leader.broadcast({"op": "revoke", "token": reg.token, "spec": reg.spec})
         return _json(200, {"ok": True})
 
-    async def admin_relay(self, request: web.Request) -> web.Response:
-        """A secret for one engine's relay; it is kept as a digest, and the run never writes it down."""
+    async def admin_relay(self, request: web.Request) -> web.StreamResponse:
+        """A secret for one engine's relay; it is kept as a digest (told to every worker), and the run never
+        writes it down."""
+        if self.follower is not None:
+            return await self.follower.admin(request)
         body = await self._admin_body(request)
         engine = str(body.get("engine") or "")
         if not engine:
             return _json(400, {"error": "relay needs an engine"})
         secret = secrets.token_urlsafe(32)
-        self._relays[hashlib.sha256(secret.encode()).digest()] = engine
+        digest = hashlib.sha256(secret.encode()).digest()
+        self.relays[digest] = engine
+        if self.leader is not None:  # every worker believes the relay before its secret is handed out
+            await self.leader.broadcast({"op": "relay", "digest": digest.hex(), "engine": engine})
         log.info("relay added for engine %s", engine)
         return _json(200, {"secret": secret})
 
-    async def admin_health(self, request: web.Request) -> web.Response:
+    async def admin_health(self, request: web.Request) -> web.StreamResponse:
+        if self.follower is not None:
+            return await self.follower.admin(request)
         if not self._is_admin(request):
             return _json(401, {"error": "bad admin token"})
-        return _json(200, {"ok": True})
+        workers = 1 + len(self.leader.sockets) if self.leader is not None else 1  # serving right now
+        return _json(200, {"ok": True, "workers": workers})
 
 
 class _ClientGone(Exception):
@@ -528,7 +598,12 @@ def url_for(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _listen(host: str, port: int):
+def _listen(host: str, port: int, shared: bool = False):
+    """A listening socket; `shared`: other gateway workers bind it too (cluster.py)."""
+    from . import cluster
+
+    if shared:
+        return cluster.reuse_port_socket(host, port)
     import socket
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
@@ -538,26 +613,36 @@ def _listen(host: str, port: int):
 
 
 async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: Iterable[Upstream] = (),
-                parent_pid: int | None = None, relay_hosts: Iterable[str] = ()) -> None:
+                parent_pid: int | None = None, relay_hosts: Iterable[str] = (), workers: int = 1) -> None:
     """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
     admin_token, pid, relay_urls) appears, atomically, once the sockets listen, and goes at a clean stop.
-    `relay_hosts`: one more listener on each, for other engines' relays only (pytest_clawswe/relay.py)."""
+    `relay_hosts`: one more listener on each, for other engines' relays only (pytest_clawswe/relay.py).
+    workers > 1: this process is worker 0 and starts the others on the same sockets (cluster.py)."""
     import signal
     from pathlib import Path
 
     from pytest_clawswe.results import write_atomic
 
+    from . import cluster
+    from .upstream import upstreams_to_json
+
+    upstreams = list(upstreams)
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
+    if workers > 1 and not cluster.can_share_port():
+        log.warning("this system cannot share a port between processes: one gateway worker")
+        workers = 1
     gateway = Gateway(state_dir, upstreams, secrets.token_urlsafe(32))
+    gateway.registry.shared = workers > 1
     runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
     await runner.setup()
-    sock = _listen(host, port)
-    await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=512).start()
-    url = url_for(host, sock.getsockname()[1])
+    sock = _listen(host, port, shared=workers > 1)
+    await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
+    port = sock.getsockname()[1]
+    url = url_for(host, port)
     relay_urls = {}
     for relay_host in relay_hosts:
-        relay_sock = _listen(relay_host, 0)
+        relay_sock = _listen(relay_host, 0, shared=workers > 1)
         gateway.relay_sockets.add(tuple(relay_sock.getsockname()[:2]))
         await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
         relay_urls[relay_host] = url_for(relay_host, relay_sock.getsockname()[1])
@@ -566,21 +651,70 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    leader = None
+    if workers > 1:
+        leader = gateway.leader = cluster.Leader(gateway, state_dir, workers, host, port, upstreams_to_json(upstreams))
+        await leader.start()
     state_file = state_dir / STATE_FILE
     write_atomic(state_file, json.dumps({"url": url, "admin_token": gateway.admin_token, "pid": os.getpid(),
-                                         "host": host, "port": sock.getsockname()[1],
+                                         "host": host, "port": port, "workers": workers,
                                          "relay_urls": relay_urls}), private=True)
-    log.info("gateway listening on %s (pid %d)", url, os.getpid())
+    log.info("gateway listening on %s (pid %d, %d worker%s)", url, os.getpid(), workers, "s" * (workers > 1))
     try:
         while not stop.is_set():
             if parent_pid and os.getppid() != parent_pid:  # orphaned: the run is gone
                 log.info("parent process %d is gone; stopping", parent_pid)
                 break
+            if leader is not None:
+                await leader.supervise()
             try:
                 await asyncio.wait_for(stop.wait(), timeout=0.5)
             except asyncio.TimeoutError:
                 pass
     finally:
         state_file.unlink(missing_ok=True)
+        if leader is not None:  # the workers first: their ledger writes are flushed as they stop
+            await leader.stop()
         await runner.cleanup()
         log.info("gateway stopped")
+
+
+async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -> None:
+    """Worker `index` of several (cluster.py): listens once it knows every token, until SIGTERM, or until
+    its leader (the parent) is gone."""
+    import os
+    import signal
+    from pathlib import Path
+
+    from . import cluster
+    from .upstream import upstreams_from_json
+
+    state_dir = Path(state_dir)
+    gateway = Gateway(state_dir, upstreams_from_json(settings["upstreams_json"]), settings["admin_token"],
+                      worker=index)
+    gateway.registry.shared = True
+    runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    follower = gateway.follower = cluster.Follower(gateway, index, settings["control_url"])
+    try:
+        await follower.start()  # the snapshot first: no request is refused for a token it does not know yet
+        sock = cluster.reuse_port_socket(settings["host"], settings["port"])
+        await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
+        for relay_host, relay_port in settings.get("relay_sockets") or []:  # other engines' relays (relay.py)
+            gateway.relay_sockets.add((relay_host, relay_port))
+            relay_sock = cluster.reuse_port_socket(relay_host, relay_port)
+            await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
+        while not stop.is_set() and not follower.closed.is_set():
+            if os.getppid() != parent_pid:
+                break
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=0.5)
+            except asyncio.TimeoutError:
+                pass
+    finally:
+        await runner.cleanup()
+        await follower.stop()

@@ -89,6 +89,8 @@ def describe(model: str, harness: str = "", setting: str | list[str] | None = No
 class Shaping:
     names: frozenset = frozenset()
     reasoning: OrderedDict = field(default_factory=OrderedDict)  # deepseek_reasoning's memory
+    # several gateway worker processes: what was remembered here and not yet told to the others (cluster.py)
+    unshared: list | None = None
 
     @classmethod
     def select(cls, upstream, model: str, harness: str = "", setting: str | list[str] | None = None) -> "Shaping":
@@ -129,9 +131,14 @@ class Shaping:
             return
         text = message.get("reasoning_content")
         if isinstance(text, str) and text:
-            self.reasoning[_turn_key(message)] = text
-            while len(self.reasoning) > MAX_REMEMBERED:
-                self.reasoning.popitem(last=False)
+            self.learn(_turn_key(message), text)
+            if self.unshared is not None:
+                self.unshared.append((_turn_key(message), text))
+
+    def learn(self, key: str, text: str) -> None:
+        self.reasoning[key] = text
+        while len(self.reasoning) > MAX_REMEMBERED:
+            self.reasoning.popitem(last=False)
 
     def stream_collector(self) -> "ChatStreamCollector | None":
         return ChatStreamCollector(self) if "deepseek_reasoning" in self.names else None

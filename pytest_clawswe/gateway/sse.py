@@ -5,6 +5,8 @@ harness byte for byte while the gateway still reads every event's data (for the 
 from __future__ import annotations
 
 import json
+
+from . import fastjson
 import re
 
 # an event ends at the first blank line; the spec allows \n, \r\n and \r line endings
@@ -57,7 +59,7 @@ class Event:
         """The data as a JSON object, or None for `[DONE]`, comments and anything not JSON."""
         if self._json is _UNSET:
             try:
-                value = json.loads(self.data)
+                value = fastjson.loads(self.data)
             except ValueError:
                 value = None
             self._json = value if isinstance(value, dict) else None
@@ -82,14 +84,17 @@ class Splitter:
         self._buf = b""
 
     def feed(self, chunk: bytes) -> list[Event]:
-        self._buf += chunk
-        events = []
-        while True:
-            match = _EVENT_END.search(self._buf)
-            if not match:
-                return events
-            raw, self._buf = self._buf[: match.end()], self._buf[match.end():]
-            events.append(parse_event(raw))
+        return [parse_event(raw) for raw in self.feed_raw(chunk)]
+
+    def feed_raw(self, chunk: bytes) -> list[bytes]:
+        """The complete events' raw bytes (the relay makes an Event only of the few it reads)."""
+        buf = self._buf + chunk if self._buf else chunk
+        raws, start = [], 0
+        for match in _EVENT_END.finditer(buf):
+            raws.append(buf[start:match.end()])
+            start = match.end()
+        self._buf = buf[start:]  # one copy of the rest, not one per event
+        return raws
 
     def close(self) -> list[Event]:
         """Whatever is left when the stream ends (a last event without its blank line)."""
