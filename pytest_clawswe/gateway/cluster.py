@@ -40,14 +40,16 @@ ACK_TIMEOUT = 10.0
 RESTART_DELAY = 0.5
 
 
-def reuse_port_socket(host: str, port: int):
-    """A listening socket that other processes of this user may bind too (the kernel balances them)."""
+def listen_socket(host: str, port: int, shared: bool = True):
+    """A socket bound for listening; `shared`: other processes of this user may bind it too (the kernel
+    balances the connections over them)."""
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    if shared:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
     return sock
 

@@ -598,20 +598,6 @@ def url_for(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _listen(host: str, port: int, shared: bool = False):
-    """A listening socket; `shared`: other gateway workers bind it too (cluster.py)."""
-    from . import cluster
-
-    if shared:
-        return cluster.reuse_port_socket(host, port)
-    import socket
-
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    return sock
-
-
 async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: Iterable[Upstream] = (),
                 parent_pid: int | None = None, relay_hosts: Iterable[str] = (), workers: int = 1) -> None:
     """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
@@ -636,13 +622,13 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     gateway.registry.shared = workers > 1
     runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
     await runner.setup()
-    sock = _listen(host, port, shared=workers > 1)
+    sock = cluster.listen_socket(host, port, shared=workers > 1)
     await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
     port = sock.getsockname()[1]
     url = url_for(host, port)
     relay_urls = {}
     for relay_host in relay_hosts:
-        relay_sock = _listen(relay_host, 0, shared=workers > 1)
+        relay_sock = cluster.listen_socket(relay_host, 0, shared=workers > 1)
         gateway.relay_sockets.add(tuple(relay_sock.getsockname()[:2]))
         await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
         relay_urls[relay_host] = url_for(relay_host, relay_sock.getsockname()[1])
@@ -702,11 +688,11 @@ async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -
     follower = gateway.follower = cluster.Follower(gateway, index, settings["control_url"])
     try:
         await follower.start()  # the snapshot first: no request is refused for a token it does not know yet
-        sock = cluster.reuse_port_socket(settings["host"], settings["port"])
+        sock = cluster.listen_socket(settings["host"], settings["port"])
         await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
         for relay_host, relay_port in settings.get("relay_sockets") or []:  # other engines' relays (relay.py)
             gateway.relay_sockets.add((relay_host, relay_port))
-            relay_sock = cluster.reuse_port_socket(relay_host, relay_port)
+            relay_sock = cluster.listen_socket(relay_host, relay_port)
             await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
         while not stop.is_set() and not follower.closed.is_set():
             if os.getppid() != parent_pid:
