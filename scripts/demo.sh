@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 harness=${CLAWSWE_DEMO_HARNESS:-claude-code}
 scripts/setup.sh
+. scripts/venv.sh test  # pytest and clawswe from the project venv that setup.sh made
 clawswe images build --dataset demo
 clawswe harness build "$harness"
 run_dir=reports/demo-$harness

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install pytest-clawswe (with test extras) into the current Python and make Docker available.
+# Install pytest-clawswe (with test extras) into the project's virtual environment (.venv) and make Docker
+# available. Afterwards `. .venv/bin/activate` puts pytest and clawswe on your PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q -e '.[test]'
+. scripts/venv.sh test
 scripts/docker-up.sh
