@@ -542,6 +542,26 @@ def test_client_disconnect_mid_stream_is_recorded_and_harmless(gateway, stub):
     assert _post(gateway.url + "/v1/chat/completions", {"Authorization": f"Bearer {again}"})[0] == 200
 
 
+def test_scripted_hang_holds_the_request_until_the_client_gives_up(gateway):
+    """scripted/hang never answers (a budget cut forced by the model): the request is held, and recorded as
+    the client's disconnect once the harness hangs up."""
+    token = register(gateway, "hang__one", "scripted/hang", {"workdir": "/testbed"})
+    conn = http.client.HTTPConnection(gateway.url.split("//")[1], timeout=1.5)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": [], "stream": True}),
+                 {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with pytest.raises(TimeoutError):
+        conn.getresponse()  # nothing, not even headers, within the client's own time-out
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    client = gateway.client()
+    deadline = time.monotonic() + 20
+    while not client.requests(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (record,) = client.requests(token)
+    assert (record["status"], record["input_tokens"], record["output_tokens"]) == (499, 0, 0)
+    assert record["latency_s"] >= 1.5
+
+
 def test_a_client_gone_before_the_stream_starts_is_its_own_disconnect_not_an_unreachable_provider(gateway, stub):
     """Today: the answer's headers could not go out, and the request was recorded as the gateway's own 502
     (provider unreachable), not a turn, its tokens lost although the provider answered."""

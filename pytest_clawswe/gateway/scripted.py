@@ -1,7 +1,8 @@
 """The scripted model: a deterministic stand-in for an LLM, served by the gateway.
 
 `scripted/gold` drives the harness's own tools to apply the instance's gold patch, then finishes;
-`scripted/noop` answers without acting. It is stateless: each reply is decided from the request
+`scripted/noop` answers without acting; `scripted/hang` never answers (each request is held until the
+harness gives up or is stopped), so a test can force a budget cut whatever the machine's speed. It is stateless: each reply is decided from the request
 alone, so retries, probes and side requests of a harness cannot confuse it.
 
 Policy (gold):
@@ -31,7 +32,8 @@ from pytest_clawswe.results import Usage
 
 from .protocols import Reply, RequestView, ToolCall, ToolSpec
 
-MODES = ("gold", "noop")
+MODES = ("gold", "noop", "hang")
+HANG_MODE = "hang"  # never answers: a budget cut forced by the model, not by how fast the machine is
 MINI_FINISH_PHRASE = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 MINI_FINISH_COMMAND = f"echo {MINI_FINISH_PHRASE}"
 CHUNK_CHARS = 60_000  # base64 characters per command: well under the 128 KiB argument limit
@@ -63,10 +65,16 @@ class Step:
     command: str
 
 
+class HangingModel:
+    """`scripted/hang`: the gateway holds every request open (see server._hang); it makes no reply."""
+
+    mode = HANG_MODE
+
+
 class ScriptedModel:
     def __init__(self, mode: str, gold_patch: str = "", workdir: str = "/testbed",
                  finish_command: str | None = None) -> None:
-        if mode not in MODES:
+        if mode not in MODES or mode == HANG_MODE:
             raise ValueError(f"unknown scripted model mode {mode!r}: use one of {', '.join(MODES)}")
         if mode == "gold" and not gold_patch.strip():
             raise ValueError("scripted/gold needs the instance's gold patch, and none was given")

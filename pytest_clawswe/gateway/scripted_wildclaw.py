@@ -20,7 +20,7 @@ import json
 import re
 
 from .protocols import Reply, RequestView
-from .scripted import CHUNK_CHARS, MAX_TURNS, ScriptedModel, Step, _shell_call, pick_shell
+from .scripted import CHUNK_CHARS, HANG_MODE, MAX_TURNS, HangingModel, ScriptedModel, Step, _shell_call, pick_shell
 
 JUDGE_MODE = "judge"
 VISION_MODE = "vision"
@@ -109,6 +109,8 @@ class ScriptedVision:
 def scripted_for(config: dict):
     """The scripted model a registration asks for: the WildClawBench ones when their keys are present,
     else the Claw-SWE-Bench ScriptedModel (gold patch)."""
+    if config.get("mode") == HANG_MODE:
+        return HangingModel()
     if config.get("mode") == JUDGE_MODE:
         return ScriptedJudge(config.get("fixtures") or {})
     if config.get("mode") == VISION_MODE:

@@ -27,7 +27,7 @@ from .conversation import remember
 from .ledger import bounded, make_record, usage_of
 from .protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
 from .registry import Registration, Registry
-from .scripted import scripted_usage
+from .scripted import HangingModel, scripted_usage
 from .upstream import Upstream
 
 log = logging.getLogger("clawswe.gateway")
@@ -52,6 +52,7 @@ _DROP_RESPONSE = {"content-length", "content-encoding", "transfer-encoding", "co
 RELAY_SECRET_HEADER = "X-Clawswe-Relay"  # as pytest_clawswe/relay.py's relay sets them
 RELAY_AGENT_HEADER = "X-Clawswe-Agent"
 CLIENT_GONE = 499  # status recorded when the harness hung up before the answer was complete
+HANG_LIMIT_S = 3600  # scripted/hang: the longest a request is held
 
 
 def _json(status: int, data) -> web.Response:
@@ -253,6 +254,8 @@ class Gateway:
         return response
 
     async def _scripted(self, request, protocol, reg, body, size):
+        if isinstance(reg.scripted, HangingModel):
+            return await self._hang(request, protocol)
         view = protocol.view(reg.shaping.filter_tools(protocol.name, body))
         reply = reg.scripted.reply(view)
         usage = scripted_usage(size, view, reply)
@@ -265,6 +268,16 @@ class Gateway:
         data = json.dumps(protocol.render(reply, usage, model, body)).encode()
         return await self._relay(request, protocol, 200, {"Content-Type": "application/json"}, _aiter([data]),
                                  False, b"")
+
+    async def _hang(self, request, protocol):
+        """`scripted/hang`: hold the request until the client hangs up (its agent was stopped) or an hour
+        passed. aiohttp does not cancel a handler when its client goes away, so the transport is watched."""
+        deadline = time.monotonic() + HANG_LIMIT_S
+        while time.monotonic() < deadline:
+            if request.transport is None or request.transport.is_closing():
+                return web.Response(status=CLIENT_GONE), CLIENT_GONE, None, "client closed the request"
+            await asyncio.sleep(0.2)
+        return _error(protocol, 504, "scripted/hang never answers.", "timeout"), 504, None, "hang"
 
     async def _forward(self, request, protocol, reg, body):
         up = reg.upstream

@@ -6,7 +6,7 @@
     dashscope/<model>    $DASHSCOPE_BASE_URL or DashScope's international compatible-mode URL   DASHSCOPE_API_KEY
     deepseek/<model>     $DEEPSEEK_BASE_URL or https://api.deepseek.com/v1   DEEPSEEK_API_KEY
     <name>/<model>       any upstream configured with Upstream(name, base_url, key_env, auth)
-    scripted/gold|noop   the scripted model, served by the gateway itself
+    scripted/gold|noop|hang   the scripted model, served by the gateway itself
 
 Keys are read from the gateway process's environment when a request is forwarded; they never
 leave the host: not in the container, not in the gateway's files or logs. The harness's wire
@@ -93,7 +93,7 @@ def check_upstream(model: str, upstreams: list[Upstream] | tuple = ()) -> None:
     if is_scripted(model):
         mode = model[len(SCRIPTED_PREFIX):]
         if mode not in (*MODES, JUDGE_MODE, VISION_MODE):
-            raise ValueError(f"Unknown scripted model {model!r}: use scripted/gold or scripted/noop.")
+            raise ValueError(f"Unknown scripted model {model!r}: use scripted/gold, scripted/noop or scripted/hang.")
         return
     up, name = resolve(model, upstreams)
     if not up.key():
