@@ -47,6 +47,10 @@ def _lock_dir() -> Path:
     return path
 
 
+def lock_path(image: str) -> Path:
+    return _lock_dir() / (hashlib.sha256(image.encode()).hexdigest()[:24] + ".lock")
+
+
 class ImageLease:
     """A shared lock on an instance image (and the prepared images made from it) while an item uses it."""
 
@@ -56,8 +60,7 @@ class ImageLease:
 
     def acquire(self, image: str) -> None:
         self.release()
-        name = hashlib.sha256(image.encode()).hexdigest()[:24] + ".lock"
-        self._fd = os.open(_lock_dir() / name, os.O_RDWR | os.O_CREAT, 0o666)
+        self._fd = os.open(lock_path(image), os.O_RDWR | os.O_CREAT, 0o666)
         fcntl.flock(self._fd, fcntl.LOCK_SH)  # waits while a remover holds it: then the image is made again
         self.image = image
 
@@ -92,7 +95,9 @@ def release_images(client, lease: ImageLease, level: str, progress=print) -> lis
         pulled = [b for b in (instance.labels or {}).get(PULLED_BASE_LABEL, "").split(",") if b]
         for img in prepared:
             removed += _remove(client, img.tags or [img.id])
-        removed += _remove(client, [image])
+        # the registry's name of it too (registry.py leaves it on the engine that pushed)
+        removed += _remove(client, [t for t in (instance.tags or []) if t != image and t.endswith("/" + image)]
+                           + [image])
         if level == "none":
             for base in pulled:
                 if not _built_upon(client, base):

@@ -42,6 +42,10 @@ def add_options(group) -> None:
     group.addoption("--docker-tls-dir", metavar="DIR",
                     help="folder with ca.pem, cert.pem and key.pem for the tcp:// hosts "
                          "(default: DOCKER_CERT_PATH, else ~/.docker)")
+    group.addoption("--registry", metavar="HOST:PORT",
+                    help="a registry every engine reaches and trusts: images another engine needs are made once "
+                         "on the first engine, pushed there and pulled by the engine that needs them (default: "
+                         "docker save | load between the engines; docs/scale-out.md)")
 
 
 def hosts(config: pytest.Config) -> list[Host]:
@@ -87,6 +91,35 @@ def assign(node, n_hosts: int) -> None:
     number = re.search(r"(\d+)$", getattr(node, "gateway", None) and node.gateway.id or "") \
         or re.search(r"(\d+)$", node.workerinput.get("workerid", ""))
     node.workerinput[WORKER_HOST] = (int(number.group(1)) if number else 0) % n_hosts
+
+
+def registry(config: pytest.Config, progress=print):
+    """The run's --registry as a registry.Registry, or None; a malformed address is a pytest.UsageError."""
+    from .registry import Registry, check_address
+
+    address = config.getoption("registry", None)
+    if not address:
+        return None
+    try:
+        return Registry(check_address(address), progress)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def transfer(source, target, tag: str, via=None, progress=print) -> str:
+    """Put `tag` (on the engine `source`) onto `target` unless it has the same image: through the registry
+    `via` when the run has one, else save | load. Returns how: "hit", "registry", "pushed" or "loaded"."""
+    if same_image(source, target, tag):
+        return "hit"
+    if via is None:
+        copy_image(source, target, tag, progress=progress)
+        return "loaded"
+    from .bundles import _build_lock
+
+    with _build_lock(f"registry-{tag}"):  # the workers of one engine: one push, one pull
+        if same_image(source, target, tag):
+            return "hit"
+        return via.transfer(source, target, tag)
 
 
 def copy_image(source, target, tag: str, progress=print) -> None:

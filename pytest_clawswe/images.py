@@ -155,6 +155,14 @@ def build_images(
     return built
 
 
+def is_ready(instance: dict, client: docker.DockerClient) -> bool:
+    """Whether ensure_image would use the local image as it is."""
+    image = _local_image(client, instance["image"])
+    task_dir = instance.get(TASK_DIR)
+    return image is not None and not (task_dir and HASH_LABEL in (image.labels or {})
+                                      and not _is_current(image, task_dir))
+
+
 def ensure_image(instance: dict, client: docker.DockerClient, progress: Progress = print) -> str:
     """Make the instance's image available locally and return its name.
 
@@ -163,10 +171,8 @@ def ensure_image(instance: dict, client: docker.DockerClient, progress: Progress
     is built; any other is pulled with visible progress.
     """
     tag = instance["image"]
-    image = _local_image(client, tag)
     task_dir = instance.get(TASK_DIR)
-    if image is not None and not (task_dir and HASH_LABEL in (image.labels or {})
-                                  and not _is_current(image, task_dir)):
+    if is_ready(instance, client):
         return tag
     if task_dir:
         build_images([instance], client, progress=progress)

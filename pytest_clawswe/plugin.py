@@ -61,6 +61,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--cache-level", choices=("auto", "none", "base", "instance"), default="auto",
                 help="images kept when an item ends: instance (the instance and prepared images), base (what "
                      "they are built on), none; auto (default): instance for runs of up to 25 items, else base")
+    g.addoption("--image-cache", metavar="SIZE",
+                help="keep instance and prepared images across runs up to SIZE per engine (e.g. 50g), least "
+                     "recently used removed first; replaces --cache-level")
     g.addoption("--gateway-shaping", default="auto", metavar="auto|off|NAME,...",
                 help="model-side request shaping in the gateway, as the released proxies did (DashScope cache "
                      "marker, zeroclaw's tool filter and Responses->Chat conversion, DeepSeek reasoning): auto "

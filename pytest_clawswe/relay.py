@@ -65,10 +65,12 @@ def image_tag() -> str:
     return f"{IMAGE_REPO}:{hashlib.sha256((IMAGE_DIR / 'Dockerfile').read_bytes()).hexdigest()[:12]}"
 
 
-def ensure_image(build_client, clients: list, progress: Callable[[str], None] = lambda line: None) -> str:
-    """The relay image on every engine in `clients`: built once on `build_client`, loaded into the others."""
+def ensure_image(build_client, clients: list, progress: Callable[[str], None] = lambda line: None,
+                 via=None) -> str:
+    """The relay image on every engine in `clients`: built once on `build_client`, loaded into the others
+    (through the registry `via` when the run has one)."""
     from . import bundles
-    from .engines import copy_image, same_image
+    from .engines import transfer
 
     tag = image_tag()
     if not bundles._image_exists(build_client, tag):
@@ -79,8 +81,8 @@ def ensure_image(build_client, clients: list, progress: Callable[[str], None] = 
                 args = {k: v for k, v in bundles._mirror_args().items() if k == "DEBIAN_MIRROR"}
                 bundles._docker_build(build_client, files, tag, args, {IMAGE_LABEL: tag.split(":")[1]}, progress)
     for client in clients:
-        if client is not build_client and not same_image(build_client, client, tag):
-            copy_image(build_client, client, tag, progress=progress)
+        if client is not build_client:
+            transfer(build_client, client, tag, via, progress)
     return tag
 
 
@@ -196,7 +198,7 @@ def bridge_address(client, network: str | None) -> str:
 
 def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[str, object]],
                  listen_towards: dict[str, str], build_client,
-                 progress: Callable[[str], None]) -> list[tuple[str, str]]:
+                 progress: Callable[[str], None], via=None) -> list[tuple[str, str]]:
     """A relay on each of `engines` ((name, client)), forwarding to the gateway's listener on
     `listen_towards[name]`, and (locked network) the engine host's firewall; writes relays.json for the
     workers. Returns (engine, why) for each host firewall that could not be set."""
@@ -205,7 +207,7 @@ def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[
     from .hostguard import remote_guard
     from .results import write_atomic
 
-    image = ensure_image(build_client, [c for _, c in engines], progress)
+    image = ensure_image(build_client, [c for _, c in engines], progress, via)
     admin = gateway.client()
     urls: dict[str, str] = {}
     warnings: list[tuple[str, str]] = []

@@ -69,6 +69,7 @@ class InstanceResult:
     cost_usd: float | None = None  # None = unknown price, never a silent 0
     attempts: int = 1
     docker_host: str = ""  # the engine that ran it: a --docker-host URL, or "default"
+    images: dict = field(default_factory=dict)  # how its images were found or made (runner, image_cache.py)
 
     @property
     def duration_s(self) -> float:

@@ -15,6 +15,7 @@ from pathlib import Path
 import docker.errors
 
 from .cache import ImageLease, release_images
+from .image_cache import enforce
 from .errors import InfraError
 from .harness import AgentRun, Harness, TaskContext
 from .instances import Instance, load_row
@@ -69,6 +70,8 @@ class RunConfig:
     purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
     gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)
     cache_level: str = "instance"  # which images an item leaves behind when it ends (see cache.py)
+    image_cache: int | None = None  # bytes of images kept per engine across runs, LRU (image_cache.py)
+    registry: str | None = None  # HOST:PORT images reach the other engines through (registry.py)
 
     @property
     def model_label(self) -> str:
@@ -126,10 +129,15 @@ class Runner(ItemRunner):
             timings["total"] = round(time.monotonic() - started, 3)
             if carried is not None:
                 _add_carried(result, carried)
+            budget = self.config.image_cache
             try:
+                if budget:  # before the commit: metadata.json records what the budget removed
+                    result.images.update(enforce(self.client, self._lease, budget, self.progress))
                 self._commit(work, final_dir, result, instance.instance_id)
             finally:  # the item is over, whatever its end: its images go if the cache level says so
-                release_images(self.client, self._lease, self.config.cache_level, self.progress)
+                if not budget:
+                    release_images(self.client, self._lease, self.config.cache_level, self.progress)
+                self._lease.release()
         return result
 
     def _run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
@@ -142,9 +150,10 @@ class Runner(ItemRunner):
 
         t = time.monotonic()
         self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
-        self._ensure_image(instance, row)
+        result.images["instance"] = self._ensure_image(instance, row)
         image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
                                        self.labels, progress=self.progress, purge=cfg.purge)
+        result.images["prepared"] = "made" if prep_s else "hit"
         timings["prepare_image"] = round(time.monotonic() - t, 3)
 
         self._ensure_harness()
@@ -210,24 +219,37 @@ class Runner(ItemRunner):
 
     def _ensure_harness(self) -> None:
         if not self._harness_ready and self.image_source is not None:
-            from .engines import copy_image, same_image
+            from .engines import transfer
 
             for tag in self.harness.images():  # the harness's bundle, built on the first engine only
-                if not same_image(self.image_source, self.client, tag):
-                    copy_image(self.image_source, self.client, tag, progress=self.progress)
+                transfer(self.image_source, self.client, tag, self._registry(), self.progress)
         super()._ensure_harness()
 
-    def _ensure_image(self, instance: Instance, row: dict) -> None:
-        from .images import TASK_DIR, ImageError, ensure_image
+    def _registry(self):
+        if self.config.registry is None:
+            return None
+        from .registry import Registry
 
+        return Registry(self.config.registry, self.progress)
+
+    def _ensure_image(self, instance: Instance, row: dict) -> str:
+        """The instance image ready on this engine; returns how: hit (it was there), made (built or pulled
+        here), or from the first engine: loaded (save | load), registry (pulled), pushed (pushed, pulled)."""
+        from .images import TASK_DIR, ImageError, ensure_image, is_ready
+
+        spec = {**row, TASK_DIR: instance.task_dir}
         try:
+            if is_ready(spec, self.client):
+                return "hit"
             if self.image_source is not None:
-                from .engines import copy_image, same_image
+                from .engines import transfer
 
-                ensure_image({**row, TASK_DIR: instance.task_dir}, self.image_source, progress=self.progress)
-                if not same_image(self.image_source, self.client, row["image"]):
-                    copy_image(self.image_source, self.client, row["image"], progress=self.progress)
-            ensure_image({**row, TASK_DIR: instance.task_dir}, self.client, progress=self.progress)
+                ensure_image(spec, self.image_source, progress=self.progress)
+                how = transfer(self.image_source, self.client, row["image"], self._registry(), self.progress)
+                ensure_image(spec, self.client, progress=self.progress)
+                return how
+            ensure_image(spec, self.client, progress=self.progress)
+            return "made"
         except ImageError as exc:
             raise InfraError(str(exc), retryable=False) from None
 

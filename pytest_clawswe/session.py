@@ -118,7 +118,8 @@ class RunSession:
             info = load_run_info(cfg.run_dir)
             info.update({"run_id": cfg.run_id, **settings.result_settings(config, cfg),
                          "benchmark": self.benchmark.name, "lite": config.getoption("lite"),
-                         "cache_level": cfg.cache_level,
+                         "cache_level": cfg.cache_level, "image_cache": cfg.image_cache,
+                         "registry": cfg.registry,
                          # every adapter option with its effective value, defaults included
                          "harness_settings": get_harness_class(cfg.harness_spec)(
                              cfg.model, cfg.harness_options).resolved_options(),
@@ -320,6 +321,7 @@ def _start_gateway(cfg: RunConfig, hosts: list, clients: list):
     """The run's gateway, its locked network on every engine, and a relay on each other machine's engine."""
     from . import relay
     from .gateway.run import start
+    from .registry import Registry
     from .workspace import create_locked_network
 
     local = [c for h, c in zip(hosts, clients) if not is_remote(h.url)]
@@ -336,7 +338,8 @@ def _start_gateway(cfg: RunConfig, hosts: list, clients: list):
                         relay_hosts=sorted(set(towards.values())))
         if remote:
             why_not = relay.start_relays(cfg.run_id, cfg.network, gateway, [(h.name, c) for h, c in remote],
-                                         towards, local[0] if local else remote[0][1], _progress)
+                                         towards, local[0] if local else remote[0][1], _progress,
+                                         Registry(cfg.registry, _progress) if cfg.registry else None)
             for name, why in why_not:
                 warnings.warn(f"clawswe: agents on the locked network of {name} can still reach services on "
                               f"that host (its firewall: {why})")
@@ -367,9 +370,15 @@ def _add_disk_use(cfg: RunConfig, summary_file, items: int) -> None:
         return
     try:
         images = [json.loads(m.read_text()).get("image") for m in (cfg.run_dir / "instances").glob("*/metadata.json")]
-        disk = disk_use(docker_client(), cfg.run_dir, [i for i in images if i], resolve(cfg.cache_level, items))
+        client = docker_client()
+        disk = disk_use(client, cfg.run_dir, [i for i in images if i], resolve(cfg.cache_level, items))
         summary = json.loads(summary_file.read_text())
         summary["disk"] = disk
+        if cfg.image_cache:
+            from .image_cache import summary as cache_summary
+
+            metas = [json.loads(m.read_text()) for m in (cfg.run_dir / "instances").glob("*/metadata.json")]
+            summary["image_cache"] = cache_summary(metas, cfg.image_cache, client)
         write_atomic(summary_file, json.dumps(summary, indent=2) + "\n")
     except (docker.errors.DockerException, InfraError, OSError, ValueError):
         return

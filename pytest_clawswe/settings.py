@@ -65,6 +65,22 @@ def _size(text: str, option: str, example: str) -> int | None:
     return size
 
 
+def _image_cache(config: pytest.Config) -> int | None:
+    text = config.getoption("image_cache", None)
+    if text is None:
+        return None
+    if config.getoption("cache_level") != "auto":
+        raise _usage("--image-cache and --cache-level both say which images stay: give one of them")
+    return _size(text, "--image-cache", "50g")
+
+
+def _registry(config: pytest.Config) -> str | None:
+    from .engines import registry
+
+    found = registry(config)
+    return found.address if found is not None else None
+
+
 def _harness_options(config: pytest.Config) -> dict[str, str]:
     options = {}
     for item in config.getoption("harness_option"):
@@ -161,7 +177,8 @@ def run_config(config: pytest.Config) -> RunConfig:
                     disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
                     harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
                     retries=_retries(config), purge=not config.getoption("no_purge"),
-                    cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config))
+                    cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config),
+                    image_cache=_image_cache(config), registry=_registry(config))
     check_harness_options(cfg)
     if harness_cls.needs_model and not getattr(config, "workerinput", None):
         from .gateway.upstream import check_upstream
