@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker.errors
 import swebench.harness.run_evaluation as swe_run
 from swebench.harness.constants import APPLY_PATCH_FAIL, END_TEST_OUTPUT, LOG_INSTANCE, LOG_REPORT, LOG_TEST_OUTPUT
 from swebench.harness.utils import make_test_spec
@@ -56,6 +57,19 @@ class _EvalClient:
         return getattr(self._client, name)
 
 
+def _remove_container(client, container, logger) -> None:
+    """swebench's cleanup_container, through the client it was given: its own runs `docker stop` and `docker rm`
+    as commands, which reach DOCKER_HOST's engine (not another --docker-host) and cost two processes per item.
+    The container's stop signal is SIGKILL: a forced removal is what the stop would have done."""
+    if container is None:
+        return
+    try:
+        container.remove(force=True)
+    except (docker.errors.NotFound, docker.errors.APIError, OSError) as exc:
+        if logger is not None:
+            logger.info(f"could not remove {container.name}: {exc}; the run's sweep removes it")
+
+
 def empty_report(instance_id: str) -> dict:
     """The report swebench's grader gives a prediction with no patch (it is counted, not run)."""
     return {instance_id: {"patch_is_None": False, "patch_exists": False,
@@ -80,6 +94,7 @@ def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_
     # swebench writes under RUN_EVALUATION_LOG_DIR/<run_id>/<model>/<id>; point that into our run dir.
     scratch = eval_dir.parent / ".swebench"
     swe_run.RUN_EVALUATION_LOG_DIR = scratch
+    swe_run.cleanup_container = _remove_container
     log_dir = scratch / run_id / model_label.replace("/", "__") / iid
     shutil.rmtree(log_dir, ignore_errors=True)  # its report cache must not answer for a new patch
     try:
