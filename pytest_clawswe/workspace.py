@@ -81,6 +81,21 @@ def create_locked_network(client, name: str, labels: dict[str, str]) -> None:
                 raise InfraError(f"could not create the run's network {name}: {exc}") from exc
 
 
+# No fork, shell builtins only (an agent may have used up the pids limit). Fields after the command name, whose
+# parentheses an agent may fill with anything: state ppid ... starttime (the 20th).
+_FIND_KEEPALIVE = r"""
+best=; first=
+for d in /proc/[0-9]*; do
+  p=${d#/proc/}; [ "$p" = "$$" ] && continue
+  read -r line < "$d/stat" 2>/dev/null || continue
+  set -- ${line##*) }
+  [ "$2" = 1 ] || continue
+  if [ -z "$first" ] || [ "${20}" -lt "$first" ]; then best=$p; first=${20}; fi
+done
+echo "$best"
+"""
+
+
 class Workspace(BaseWorkspace):
     """A running container for one item. Use as a context manager: the container is removed on every path."""
 
@@ -112,10 +127,17 @@ class Workspace(BaseWorkspace):
         except (docker.errors.DockerException, OSError) as exc:
             self.remove()
             raise InfraError(f"could not start a container from {self.image}: {exc}") from exc
-        # The one child of tini at start is the container's keep-alive process: kill_all spares it.
-        found = self.exec(["sh", "-c", _FIND_MAIN_PID])
-        self._main_pid = found.output.strip() or "2"
+        self._keepalive: str | None = None  # found at the first kill_all, not here: a start costs no exec
         return self
+
+    @property
+    def _main_pid(self) -> str:
+        """The keep-alive process (tini's first child), which kill_all spares: of PID 1's children the one that
+        started first (its start time is the kernel's; nothing started later can take it over)."""
+        if self._keepalive is None:
+            found = self.exec(["sh", "-c", _FIND_KEEPALIVE])
+            self._keepalive = found.output.strip() or "2"
+        return self._keepalive
 
     def remove(self) -> None:
         if self.container is None:

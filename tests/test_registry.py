@@ -113,6 +113,7 @@ def test_a_two_column_grid_over_two_engines_moves_each_image_through_the_registr
     finally:  # the registry's names on the shared demo images go (the images stay)
         for image in images:
             _drop(docker_client, f"{registry}/{image}")
+    (tmp_path / "events.json").write_text(json.dumps({"local": local, "remote": remote, "metas": metas}, indent=1))
     pushed = Counter(e["Actor"]["ID"] for e in local if e.get("Type") == "image" and e.get("Action") == "push")
     pulled = Counter(e["Actor"]["ID"] for e in remote if e.get("Type") == "image" and e.get("Action") == "pull")
     loaded = [e for e in remote if e.get("Type") == "image" and e.get("Action") == "load"]
