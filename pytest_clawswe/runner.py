@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import docker.errors
 
@@ -26,6 +27,9 @@ from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, Usage, instance_dir
 from .workspace import DiskWatch, Workspace
 from .workspace_api import BaseWorkspace
+
+if TYPE_CHECKING:
+    from .scoring import EvalContainer
 
 # The retry policy, all of it (here and in item_runner.py, nowhere else):
 # - a harness error (finish reason "error") is re-run only with --retries N (RunConfig.retries; default 0, as
@@ -107,6 +111,7 @@ class Runner(ItemRunner):
         timings = result.timings
         started = time.monotonic()
         self._lease = ImageLease()
+        self._ahead: EvalContainer | None = None
         try:
             try:
                 self._run_phases(instance, work, result)
@@ -129,6 +134,8 @@ class Runner(ItemRunner):
             timings["total"] = round(time.monotonic() - started, 3)
             if carried is not None:
                 _add_carried(result, carried)
+            if self._ahead is not None:  # the item ended before its evaluation: its container goes
+                self._ahead.discard()
             budget = self.config.image_cache
             try:
                 if budget:  # before the commit: metadata.json records what the budget removed
@@ -169,6 +176,11 @@ class Runner(ItemRunner):
                 check_purged(ws, row["base_commit"])  # proven again on every item, cached image or not
             timings["purge_check"] = round(time.monotonic() - t, 3)
 
+            # the evaluation's container is made and started while the agent works: off the item's critical path
+            from .scoring import EvalContainer
+
+            self._ahead = EvalContainer(self.client, row, cfg.run_id, {**self.labels, LABEL_INSTANCE:
+                                                                       instance.instance_id}, cfg.mem_limit)
             ctx = TaskContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
             if self.gateway is not None:
                 address = ws.address(cfg.network)  # the token works from this sandbox only
@@ -211,7 +223,7 @@ class Runner(ItemRunner):
         t = time.monotonic()
         graded = score(self.client, row, patch.clean, run_id=cfg.run_id, model_label=cfg.model_label,
                        eval_dir=work / "eval", labels={**self.labels, LABEL_INSTANCE: instance.instance_id},
-                       timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit)
+                       timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit, ahead=self._ahead)
         timings["score"] = round(time.monotonic() - t, 3)
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
         if graded.message and not result.error:

@@ -7,8 +7,11 @@ and its logs land in the instance's folder. An evaluator crash is an infrastruct
 """
 from __future__ import annotations
 
+import atexit
 import json
+import logging
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,12 +35,21 @@ class Score:
 
 
 class _Containers:
-    """docker's containers collection, with our settings added to every container swebench creates."""
+    """docker's containers collection, with our settings added to every container swebench creates; a container
+    made ahead (EvalContainer) is handed out for the create of its name."""
 
-    def __init__(self, containers, extra: dict):
-        self._containers, self._extra = containers, extra
+    def __init__(self, containers, extra: dict, ready=None):
+        self._containers, self._extra, self._ready = containers, extra, ready
+
+    def get(self, name, *args, **kwargs):
+        if self._ready is not None and name == self._ready.name:
+            raise docker.errors.NotFound(f"{name} is the evaluation's own")  # not a ghost to remove
+        return self._containers.get(name, *args, **kwargs)
 
     def create(self, *args, **kwargs):
+        if self._ready is not None and kwargs.get("name") == self._ready.name:
+            ready, self._ready = self._ready, None
+            return ready
         kwargs["labels"] = {**(kwargs.get("labels") or {}), **self._extra["labels"]}
         for key, value in self._extra.items():
             if key != "labels":
@@ -49,9 +61,9 @@ class _Containers:
 
 
 class _EvalClient:
-    def __init__(self, client, extra: dict):
+    def __init__(self, client, extra: dict, ready=None):
         self._client = client
-        self.containers = _Containers(client.containers, extra)
+        self.containers = _Containers(client.containers, extra, ready)
 
     def __getattr__(self, name):
         return getattr(self._client, name)
@@ -60,14 +72,71 @@ class _EvalClient:
 def _remove_container(client, container, logger) -> None:
     """swebench's cleanup_container, through the client it was given: its own runs `docker stop` and `docker rm`
     as commands, which reach DOCKER_HOST's engine (not another --docker-host) and cost two processes per item.
-    The container's stop signal is SIGKILL: a forced removal is what the stop would have done."""
+    The container's stop signal is SIGKILL: a forced removal is what the stop would have done. It runs beside
+    the rest of the item (joined before the next evaluation and at exit); the run's sweep finds what a killed
+    process left."""
     if container is None:
         return
+    _REMOVALS[:] = [t for t in _REMOVALS if t.is_alive()]
+    thread = threading.Thread(target=_remove_now, args=(container,), name="clawswe-eval-remove", daemon=True)
+    thread.start()
+    _REMOVALS.append(thread)
+
+
+_REMOVALS: list[threading.Thread] = []
+
+
+def _remove_now(container) -> None:
     try:
         container.remove(force=True)
-    except (docker.errors.NotFound, docker.errors.APIError, OSError) as exc:
-        if logger is not None:
-            logger.info(f"could not remove {container.name}: {exc}; the run's sweep removes it")
+    except (docker.errors.DockerException, OSError):
+        pass
+
+
+@atexit.register
+def join_removals(timeout: float = 30) -> None:
+    for thread in list(_REMOVALS):
+        thread.join(timeout)
+
+
+class EvalContainer:
+    """The evaluation's container, made and started by swebench's own create_container while the agent works
+    (an idle `tail -f /dev/null` from the instance image, no network); score() hands it to run_instance in
+    place of a new one, and discard() removes it when the item never gets there."""
+
+    def __init__(self, client, row: dict, run_id: str, labels: dict[str, str], mem_limit: str | None = None):
+        self.client, self.row, self.run_id = client, row, run_id
+        self.extra = _extra(labels, mem_limit)
+        self.container = None
+        self._thread = threading.Thread(target=self._make, name="clawswe-eval-ahead", daemon=True)
+        self._thread.start()
+
+    def _make(self) -> None:
+        logger = logging.getLogger("clawswe.eval-ahead")
+        try:
+            container = swe_run.create_container(make_test_spec(self.row), _EvalClient(self.client, self.extra),
+                                                 self.run_id, logger)
+            container.start()
+            self.container = container
+        except Exception:  # noqa: BLE001  run_instance makes its own then, and reports what fails
+            self.container = None
+
+    def take(self):
+        self._thread.join()
+        container, self.container = self.container, None
+        return container
+
+    def discard(self) -> None:
+        container = self.take()
+        if container is not None:
+            _remove_now(container)
+
+
+def _extra(labels: dict[str, str], mem_limit: str | None) -> dict:
+    extra = {"labels": {**labels, LABEL_ROLE: "eval"}, "network_disabled": True, "stop_signal": "SIGKILL"}
+    if mem_limit:
+        extra["mem_limit"] = mem_limit
+    return extra
 
 
 def empty_report(instance_id: str) -> dict:
@@ -77,10 +146,15 @@ def empty_report(instance_id: str) -> dict:
 
 
 def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_dir: Path,
-          labels: dict[str, str], timeout: float | None = 1800, mem_limit: str | None = None) -> Score:
-    """Grade `patch` for the instance `row`; evaluator logs end up in eval_dir."""
+          labels: dict[str, str], timeout: float | None = 1800, mem_limit: str | None = None,
+          ahead: EvalContainer | None = None) -> Score:
+    """Grade `patch` for the instance `row`; evaluator logs end up in eval_dir. `ahead`: its container, made
+    while the agent worked (with the same labels and limits), is the one the evaluation runs in."""
     iid = row["instance_id"]
     eval_dir.mkdir(parents=True, exist_ok=True)
+    ready = ahead.take() if ahead is not None else None
+    if ready is not None and not patch.strip():
+        _remove_now(ready)
     if not patch.strip():
         report = empty_report(iid)
         (eval_dir / LOG_REPORT).write_text(json.dumps(report, indent=2))
@@ -88,9 +162,7 @@ def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_
 
     spec = make_test_spec(row)
     pred = {"instance_id": iid, "model_name_or_path": model_label, "model_patch": patch}
-    extra = {"labels": {**labels, LABEL_ROLE: "eval"}, "network_disabled": True, "stop_signal": "SIGKILL"}
-    if mem_limit:
-        extra["mem_limit"] = mem_limit
+    extra = _extra(labels, mem_limit)
     # swebench writes under RUN_EVALUATION_LOG_DIR/<run_id>/<model>/<id>; point that into our run dir.
     scratch = eval_dir.parent / ".swebench"
     swe_run.RUN_EVALUATION_LOG_DIR = scratch
@@ -98,7 +170,7 @@ def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_
     log_dir = scratch / run_id / model_label.replace("/", "__") / iid
     shutil.rmtree(log_dir, ignore_errors=True)  # its report cache must not answer for a new patch
     try:
-        result = swe_run.run_instance(spec, pred, _EvalClient(client, extra), run_id,
+        result = swe_run.run_instance(spec, pred, _EvalClient(client, extra, ready), run_id,
                                       timeout=int(timeout) if timeout else None)
     except Exception as exc:  # swebench raises only for machinery failures here
         raise InfraError(f"the SWE-bench evaluator crashed: {type(exc).__name__}: {exc}") from exc

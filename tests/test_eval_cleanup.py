@@ -13,14 +13,45 @@ pytestmark = pytest.mark.docker
 
 def test_the_evaluation_container_is_removed_on_the_engine_of_the_client(docker_client, python_demo, tmp_path,
                                                                          monkeypatch):
-    from pytest_clawswe.scoring import score
+    from pytest_clawswe.scoring import join_removals, score
 
     run_id = f"t-evalrm-{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # the command line's engine: elsewhere
     s = score(docker_client, load_row(python_demo), python_demo.row["patch"], run_id=run_id, model_label="t",
               eval_dir=tmp_path, labels={LABEL_RUN: run_id})
+    join_removals()  # the removal runs beside the rest of the item
     left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
     for container in left:
         container.remove(force=True)
     assert s.resolved is True
     assert left == []
+
+
+def test_the_container_made_ahead_is_the_one_the_evaluation_runs_in(docker_client, python_demo, tmp_path):
+    from pytest_clawswe.scoring import EvalContainer, join_removals, score
+
+    run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
+    labels = {LABEL_RUN: run_id}
+    row = load_row(python_demo)
+    ahead = EvalContainer(docker_client, row, run_id, labels, "2g")
+    ahead._thread.join()
+    made = ahead.container
+    assert made is not None and made.labels["clawswe.role"] == "eval"
+    made.reload()
+    assert made.status == "running" and made.attrs["HostConfig"]["Memory"] == 2 * 2**30
+    s = score(docker_client, row, python_demo.row["patch"], run_id=run_id, model_label="t", eval_dir=tmp_path,
+              labels=labels, ahead=ahead)
+    assert s.resolved is True
+    assert f"started: {made.id}" in (tmp_path / "run_instance.log").read_text()  # no second container
+    join_removals()
+    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+
+
+def test_a_container_made_ahead_for_an_item_that_never_got_to_its_evaluation_is_removed(docker_client,
+                                                                                         python_demo):
+    from pytest_clawswe.scoring import EvalContainer
+
+    run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
+    ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id})
+    ahead.discard()
+    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []

@@ -5,6 +5,7 @@ once per engine for both columns; nothing goes by save | load."""
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 
@@ -77,8 +78,29 @@ def _drop(client, name):
         pass
 
 
-def _events(client, since, until):
-    return list(client.events(since=since, until=until, decode=True))
+class _Events:
+    """An engine's image and commit events, streamed while the test runs (the daemon keeps only its last 256,
+    and the shared engine has other users)."""
+
+    def __init__(self, client):
+        self.seen: list[dict] = []
+        self._stream = client.events(decode=True, filters={"type": ["image", "container"]})
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        try:
+            for event in self._stream:
+                if event.get("Type") == "image" or event.get("Action") == "commit":
+                    self.seen.append(event)
+        except Exception:  # closed
+            pass
+
+    def stop(self) -> list[dict]:
+        time.sleep(1)
+        self._stream.close()
+        self._thread.join(5)
+        return self.seen
 
 
 @pytest.mark.docker
@@ -91,7 +113,7 @@ def test_a_two_column_grid_over_two_engines_moves_each_image_through_the_registr
         for prepared in engine2.images.list(filters={"label": f"{SOURCE_LABEL}={image}"}):
             _drop(engine2, prepared.id)
         _drop(engine2, image)
-    since = int(time.time()) - 1
+    watch_local, watch_remote = _Events(docker_client), _Events(engine2)
     out = tmp_path / "grid"
     try:
         done = subprocess.run(
@@ -100,7 +122,7 @@ def test_a_two_column_grid_over_two_engines_moves_each_image_through_the_registr
              "-n", "2", "--docker-host", LOCAL, "--docker-host", second_engine.url,
              f"--docker-tls-dir={second_engine.tls_dir}", f"--registry={registry}"],
             cwd=tmp_path, capture_output=True, text=True, timeout=1800)
-        until = int(time.time()) + 1
+        local, remote = watch_local.stop(), watch_remote.stop()
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         metas = {(col, m.parent.name): json.loads(m.read_text()) for col in ("oracle", "nop")
                  for m in (out / col / "instances").glob("*/metadata.json")}
@@ -108,12 +130,11 @@ def test_a_two_column_grid_over_two_engines_moves_each_image_through_the_registr
         assert all(m["resolved"] for (col, _), m in metas.items() if col == "oracle")
         on_two = {m["image"] for m in metas.values() if m["docker_host"] == second_engine.url}
         assert on_two, "no item ran on the second engine"
-        local = _events(docker_client, since, until)
-        remote = _events(engine2, since, until)
     finally:  # the registry's names on the shared demo images go (the images stay)
         for image in images:
             _drop(docker_client, f"{registry}/{image}")
-    (tmp_path / "events.json").write_text(json.dumps({"local": local, "remote": remote, "metas": metas}, indent=1))
+    (tmp_path / "events.json").write_text(json.dumps({"local": local, "remote": remote,
+                                                      "metas": {"/".join(k): m for k, m in metas.items()}}, indent=1))
     pushed = Counter(e["Actor"]["ID"] for e in local if e.get("Type") == "image" and e.get("Action") == "push")
     pulled = Counter(e["Actor"]["ID"] for e in remote if e.get("Type") == "image" and e.get("Action") == "pull")
     loaded = [e for e in remote if e.get("Type") == "image" and e.get("Action") == "load"]
