@@ -15,6 +15,7 @@ from local_registry import start_registry
 from second_engine import second_engine_fixture  # noqa: F401  (the second_engine fixture)
 
 from pytest_clawswe.cache import SOURCE_LABEL
+from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.grid import Column, make_plan, run
 from pytest_clawswe.registry import Registry, check_address, split
 
@@ -133,6 +134,7 @@ def test_a_two_column_grid_over_two_engines_moves_each_image_through_the_registr
     finally:  # the registry's names on the shared demo images go (the images stay)
         for image in images:
             _drop(docker_client, f"{registry}/{image}")
+    run_ids = {json.loads((out / col / "run.json").read_text())["run_id"] for col in ("oracle", "nop")}
     (tmp_path / "events.json").write_text(json.dumps({"local": local, "remote": remote,
                                                       "metas": {"/".join(k): m for k, m in metas.items()}}, indent=1))
     pushed = Counter(e["Actor"]["ID"] for e in local if e.get("Type") == "image" and e.get("Action") == "push")
@@ -144,7 +146,8 @@ def test_a_two_column_grid_over_two_engines_moves_each_image_through_the_registr
     assert {n.removeprefix(registry + "/") for n in pulled} == on_two and set(pulled.values()) == {1}
     # each prepared image made once per engine for both columns
     for client, events in ((docker_client, local), (engine2, remote)):
-        commits = [e for e in events if e.get("Type") == "container" and e.get("Action") == "commit"]
+        commits = [e for e in events if e.get("Action") == "commit"  # this grid's (the shared engine has others)
+                   and (e["Actor"].get("Attributes") or {}).get(LABEL_RUN) in run_ids]
         used = {m["image"] for m in metas.values()
                 if (m["docker_host"] == second_engine.url) == (client is engine2)}
         assert len(commits) <= len(used)
