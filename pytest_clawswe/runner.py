@@ -137,6 +137,8 @@ class Runner(ItemRunner):
             if self._ahead is not None:  # the item ended before its evaluation: its container goes
                 self._ahead.discard()
             budget = self.config.image_cache
+            if budget or self.config.cache_level in ("base", "none"):
+                _join_eval_removals()  # an image a container still runs from is never removed
             try:
                 if budget:  # before the commit: metadata.json records what the budget removed
                     result.images.update(enforce(self.client, self._lease, budget, self.progress))
@@ -330,6 +332,14 @@ class Runner(ItemRunner):
             record["usage"] = asdict(spent)
             record["cost_usd"] = self.prices.cost_usd(spent, self.config.model)
         return record
+
+
+def _join_eval_removals() -> None:
+    import sys
+
+    scoring = sys.modules.get(f"{__package__}.scoring")  # not imported: no evaluation ran in this process
+    if scoring is not None:
+        scoring.join_removals()
 
 
 def _sum_numbers(dicts: list[dict]) -> dict:
