@@ -5,7 +5,7 @@
 Every demo instance runs once with `oracle` on an image of this benchmark's own (a label on the demo image: no
 bytes copied, each its own image id and size, removed at the end; the shared demo images are never indexed),
 under `--image-cache` = the fraction of the images' total size, `-n 2`, with an index folder of its own; then a
-second run over the same instances (a grid's next column) under the same budget. Writes
+second run (a grid's next column) under the same budget over the instances whose images stayed. Writes
 benchmarks/results/image_cache.json: the budget, the images' total, and summary.json's image_cache of each run.
 """
 from __future__ import annotations
@@ -27,6 +27,14 @@ from pytest_clawswe.instances import load_local_rows
 from pytest_clawswe.paths import DEMO_TASK_REPO
 
 RESULTS = Path(__file__).parent / "results" / "image_cache.json"
+
+
+def _exists(client, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
 
 
 def main() -> int:
@@ -53,10 +61,13 @@ def main() -> int:
             runs = {}
             for name in ("first", "second"):
                 run_dir = Path(tmp, name)
+                # the second run (a grid's next column) over the instances whose images stayed: the others'
+                # images are this benchmark's own labels, which nothing could make again
+                kept = [r["instance_id"] for r, t in zip(rows, made) if name == "first" or _exists(client, t)]
                 proc = subprocess.run([sys.executable, "-m", "pytest", "--harness=oracle", "--dataset", str(data),
                                        "--run-dir", str(run_dir), "--image-cache", str(budget), "-n", "2",
-                                       "-p", "no:cacheprovider", "-q"], cwd=tmp, env=env, capture_output=True,
-                                      text=True)
+                                       "--instance-ids", ",".join(kept), "-p", "no:cacheprovider", "-q"], cwd=tmp,
+                                      env=env, capture_output=True, text=True)
                 summary = json.loads((run_dir / "summary.json").read_text())
                 runs[name] = {"exit_code": proc.returncode, "resolved": summary["resolved"],
                               "instances": summary["instances"], "image_cache": summary["image_cache"]}

@@ -159,6 +159,7 @@ class Runner(ItemRunner):
 
         t = time.monotonic()
         self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
+        result.images["instance"] = "failed"  # until it is ready: a miss that could not be made
         result.images["instance"] = self._ensure_image(instance, row)
         image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
                                        self.labels, progress=self.progress, purge=cfg.purge)
