@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -112,6 +113,7 @@ class Runner(ItemRunner):
         started = time.monotonic()
         self._lease = ImageLease()
         self._ahead: EvalContainer | None = None
+        self._removals: list[threading.Thread] = []
         try:
             try:
                 self._run_phases(instance, work, result)
@@ -134,6 +136,8 @@ class Runner(ItemRunner):
             timings["total"] = round(time.monotonic() - started, 3)
             if carried is not None:
                 _add_carried(result, carried)
+            for removal in self._removals:  # the agent's container, removed beside the evaluation
+                removal.join()
             if self._ahead is not None:  # the item ended before its evaluation: its container goes
                 self._ahead.discard()
             budget = self.config.image_cache
@@ -172,7 +176,7 @@ class Runner(ItemRunner):
         t = time.monotonic()
         ws = self.workspace_factory(image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
                                     **docker_args)
-        with ws:
+        with _RemovedBeside(ws, self._removals):
             timings["container_start"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
             if cfg.purge:
@@ -333,6 +337,22 @@ class Runner(ItemRunner):
             record["usage"] = asdict(spent)
             record["cost_usd"] = self.prices.cost_usd(spent, self.config.model)
         return record
+
+
+class _RemovedBeside:
+    """The agent's workspace, started on entry and removed on exit in a thread (joined when the item ends): the
+    removal runs beside the evaluation, off the item's critical path."""
+
+    def __init__(self, ws: BaseWorkspace, pending: list[threading.Thread]):
+        self.ws, self.pending = ws, pending
+
+    def __enter__(self) -> BaseWorkspace:
+        return self.ws.start()
+
+    def __exit__(self, *exc) -> None:
+        removal = threading.Thread(target=self.ws.remove, name="clawswe-workspace-remove", daemon=True)
+        removal.start()
+        self.pending.append(removal)
 
 
 def _join_eval_removals() -> None:
