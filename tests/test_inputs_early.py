@@ -72,3 +72,30 @@ def test_a_docker_host_where_nothing_answers_says_so(tmp_path):
                           "--docker-host", "tcp://127.0.0.1:1", "--docker-tls-dir", str(tmp_path / "no-certs"))
     line = refused(result, run_dir, "nothing answers at tcp://127.0.0.1:1")
     assert "lacks" not in line
+
+
+BROKEN = '''
+from pytest_clawswe.harness import Harness
+
+
+class Broken(Harness):
+    name = "broken"
+    needs_model = False
+
+    def send_task(self, ctx, prompt):
+        raise RuntimeError("the adapter broke on purpose")
+'''
+
+
+@pytest.mark.docker
+def test_an_item_error_is_one_sentence_and_the_path_of_its_record(tmp_path, demo_images):
+    """Issue 25 item 6: each item error printed ~590 lines of pytest and pluggy internals."""
+    (tmp_path / "broken.py").write_text(BROKEN)
+    result, run_dir = run(tmp_path, f"--harness={tmp_path / 'broken.py'}:Broken", "--dataset", "demo",
+                          "--instance-ids", IID)
+    assert result.returncode == 1, result.stdout[-2000:]
+    out = result.stdout
+    assert "the adapter broke on purpose" in out
+    assert str(run_dir / "instances" / IID / "metadata.json") in out
+    assert "site-packages" not in out and "Traceback" not in out, out[-3000:]
+    assert len(out.splitlines()) < 40, out
