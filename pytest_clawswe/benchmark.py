@@ -134,3 +134,19 @@ class BenchmarkItem(pytest.Item):
         if excinfo.errisinstance(self.ONE_LINE):
             return f"{self.item_id}: {excinfo.value}"
         return super().repr_failure(excinfo, style)
+
+    def _repr_failure_py(self, excinfo, style=None):
+        """An item's error (its setup runs the item) is one sentence and where its record is; the whole traceback
+        with --tb=long, and in the item's log."""
+        if style == "long" or excinfo.errisinstance((pytest.skip.Exception, KeyboardInterrupt)):
+            return super()._repr_failure_py(excinfo, style)
+        first = (str(excinfo.value).strip().splitlines() or [""])[0][:500]
+        sentence = first if excinfo.errisinstance(self.ONE_LINE) else f"{excinfo.typename}: {first}"
+        return f"{self.item_id}: {sentence}{self._record_hint()}"
+
+    def _record_hint(self) -> str:
+        session = self.config.pluginmanager.get_plugin("clawswe-session")
+        runner = getattr(session, "_runner", None)
+        if runner is None or not hasattr(runner, "item_dir"):
+            return ""
+        return f" (details: {runner.item_dir(self.item_id) / runner.RESULT_FILE}; the traceback: --tb=long)"

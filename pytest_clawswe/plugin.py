@@ -48,6 +48,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--disk-limit", default="20g",
                 help="what an agent's container may write before the agent is stopped (finish reason "
                      "disk_limit), e.g. 20g; none: no limit (default: %(default)s)")
+    g.addoption("--no-build-bundles", action="store_true",
+                help="refuse to start when the harness's bundle is not built (default: build it on first use, "
+                     "before the run writes anything)")
     g.addoption("--harness-option", action="append", default=[], metavar="KEY=VALUE",
                 help="option passed to the harness adapter (repeatable)")
     g.addoption("--network", choices=("locked", "open"), default="locked",

@@ -20,7 +20,7 @@ from .harness import AgentRun, Harness, TaskContext
 from .instances import Instance, load_row
 from .item_runner import ItemRunner
 from .labels import LABEL_INSTANCE, LABEL_ROLE
-from .patch import collect_patch, scrub_artifacts
+from .patch import collect_patch, reset_tree, scrub_artifacts
 from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, Usage, instance_dir
 from .workspace import DiskWatch, Workspace
@@ -184,8 +184,8 @@ class Runner(ItemRunner):
             ws.kill_all()  # again: backup_session and delete_agent ran the adapter's own commands
             for path in self.harness.workspace_artifacts:
                 ws.copy_out(f"{ctx.workdir}/{path}", work / "workspace_artifacts")
-            scrub_artifacts(ws, self.harness.workspace_artifacts, ctx.workdir)
-            patch = collect_patch(ws, row["base_commit"], ctx.workdir)
+            scrub_artifacts(ws, self.harness.workspace_artifacts, ctx.workdir, row["base_commit"])
+            patch = collect_patch(ws, row["base_commit"], ctx.workdir, gitignore=instance.setup_gitignore)
             timings["patch"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
         timings["container_remove"] = round(time.monotonic() - t, 3)
@@ -194,6 +194,8 @@ class Runner(ItemRunner):
         if patch.dropped:
             (work / "patch.dropped.txt").write_text("\n".join(patch.dropped) + "\n")
         result.patch_lines = patch.changed_lines
+        if patch.timed_out and not result.error:
+            result.error = patch.dropped[0]
         if patch.is_empty and result.finish_reason == "stop":
             result.finish_reason = "empty"
 
@@ -243,8 +245,7 @@ class Runner(ItemRunner):
                 break
             result.attempts = attempt + 1
             if attempt:  # a retry starts from the prepared tree, not from the failed attempt's edits
-                ctx.workspace.exec(f"git reset -q --hard {ctx.row['base_commit']} && git clean -fdq",
-                                   workdir=ctx.workdir, check=True)
+                reset_tree(ctx.workspace, ctx.row["base_commit"], ctx.workdir)
             before, t = self._usage_now(ctx), time.monotonic()
             # a retry's harness gets what is left when it starts (its reset and set-up count against it)
             run = self._attempt(ctx, prompt, started + budget if attempt else None)

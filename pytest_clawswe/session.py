@@ -49,6 +49,8 @@ def configure(config: pytest.Config) -> None:
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
         settings.check_resume(config, cfg, benchmark)
+        if run.writes:
+            _ensure_bundle(config, cfg, run.hosts[0])
     config.pluginmanager.register(run, "clawswe-session")
     if run.is_worker:
         run.install_interrupts()
@@ -290,6 +292,41 @@ class RunSession:
         self._sweep()
         _progress(f"stopped at once; `pytest --resume {self.cfg.run_dir}` runs what did not finish")
         os._exit(pytest.ExitCode.INTERRUPTED)
+
+
+def _ensure_bundle(config: pytest.Config, cfg: RunConfig, host) -> None:
+    """The harness's bundle on the run's first engine (the others load it from there): built now, on first use,
+    or with --no-build-bundles one sentence; either way before the run writes anything."""
+    import docker.errors
+
+    from .bundles import BundleBuildError, build_bundle
+    from .harness import get_harness_class
+
+    harness = get_harness_class(cfg.harness_spec)(cfg.model, cfg.harness_options)
+    name, version = getattr(harness, "bundle_name", ""), getattr(harness, "version", None)
+    if not name or not harness.images():
+        return
+    try:
+        client = host.client(timeout=600)
+    except InfraError:
+        return  # no engine: the run's start says so in one sentence
+    missing = []
+    for tag in harness.images():
+        try:
+            client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            missing.append(tag)
+    if not missing:
+        return
+    if config.getoption("no_build_bundles"):
+        raise pytest.UsageError(f"the {name} bundle {missing[0]} is not built; run: clawswe harness build {name} "
+                                f"--version {version} (or drop --no-build-bundles to build it on first use)")
+    _progress(f"building the {name} bundle {missing[0]} on first use (once, a few minutes; later runs reuse it)")
+    try:
+        build_bundle(name, version, client, progress=_progress)
+    except (BundleBuildError, docker.errors.DockerException, OSError) as exc:
+        raise pytest.UsageError(f"building the {name} bundle {missing[0]} failed ({str(exc).splitlines()[0][:300]});"
+                                f" run `clawswe harness build {name} --version {version}` to see why") from None
 
 
 def _signal(pid: int, sig: int) -> None:

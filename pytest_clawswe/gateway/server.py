@@ -47,8 +47,11 @@ _DROP_REQUEST = {"host", "content-length", "authorization", "x-api-key", "api-ke
                  "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "accept-encoding", "cookie",
                  "content-encoding",  # the body is re-encoded as plain JSON
                  "x-clawswe-relay", "x-clawswe-agent"}  # a relay's secret and the address it saw (relay.py)
-_DROP_RESPONSE = {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
-                  "set-cookie", "server", "date"}
+# the provider's response headers a client needs, and no others: what it reads to parse the answer, to
+# back off (the SDKs' retry logic), to quote in a bug report, and the rate-limit figures (prefixes)
+FORWARD_RESPONSE = frozenset({"content-type", "cache-control", "retry-after", "retry-after-ms", "x-should-retry",
+                              "x-request-id", "request-id"})
+FORWARD_RESPONSE_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 RELAY_SECRET_HEADER = "X-Clawswe-Relay"  # as pytest_clawswe/relay.py's relay sets them
 RELAY_AGENT_HEADER = "X-Clawswe-Agent"
 CLIENT_GONE = 499  # status recorded when the harness hung up before the answer was complete
@@ -302,11 +305,10 @@ class Gateway:
         if request.query_string:
             url += "?" + request.query_string
         headers = _upstream_headers(request, up)
-        forms = redact.key_forms(key)
+        forms = redact.for_key(key)
         try:
             async with self.http.post(url, data=fastjson.dumps(body), headers=headers) as upstream:
-                out_headers = CIMultiDict((k, v) for k, v in upstream.headers.items()
-                                          if k.lower() not in _DROP_RESPONSE and not redact.contains(v, forms))
+                out_headers = _response_headers(upstream.headers, forms)
                 if rebuild and upstream.status < 400:
                     data = await upstream.read()
                     return self._rebuilt(protocol, wire, data, wants_stream, reg, request, forms)
@@ -337,12 +339,12 @@ class Gateway:
         model = bounded(str(obj.get("model") or reg.upstream_model))
         if wants_stream:
             body = {"stream_options": {"include_usage": True}} if protocol is CHAT else {}
-            events = [redact.scrub(e, forms) for e in protocol.render_stream(reply, usage or _zero(), model, body)]
+            events = [forms.scrub(e) for e in protocol.render_stream(reply, usage or _zero(), model, body)]
             response = web.Response(status=200, body=b"".join(events),
                                     headers={"Content-Type": "text/event-stream; charset=utf-8"})
         else:
             rendered = json.dumps(protocol.render(reply, usage or _zero(), model, {})).encode()
-            response = web.Response(status=200, body=redact.scrub(rendered, forms),
+            response = web.Response(status=200, body=forms.scrub(rendered),
                                     headers={"Content-Type": "application/json"})
         return response, 200, usage, None if usage else "no usage in the answer"
 
@@ -358,11 +360,11 @@ class Gateway:
             log.exception("could not share the reasoning memory of %s", reg.instance_id)
 
     async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
-                     forms: list[bytes], shape=None, collector=None, share=None, drain=None):
+                     forms, shape=None, collector=None, share=None, drain=None):
         """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
 
         def scrub(data: bytes) -> bytes:  # a provider error may echo the key: it must not reach a container
-            return redact.scrub(data, forms) if forms else data
+            return forms.scrub(data) if forms else data
 
         headers = CIMultiDict(headers)
         is_stream = headers.get("Content-Type", "").startswith("text/event-stream")
@@ -457,7 +459,7 @@ class Gateway:
         try:
             body = {**body, "model": reg.upstream_model}
             async with self.http.post(up.base_url + "/messages/count_tokens", json=body, headers=headers) as resp:
-                data = redact.scrub(await resp.read(), redact.key_forms(up.key()))
+                data = redact.for_key(up.key()).scrub(await resp.read())
                 return web.Response(status=resp.status, body=data, content_type="application/json")
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             return _error(MESSAGES, 502, f"Token counting failed ({type(exc).__name__}).", "api_error")
@@ -583,6 +585,39 @@ class _ClientGone(Exception):
     pass
 
 
+def _response_headers(headers, forms) -> CIMultiDict:
+    """The allow-listed headers of a provider's answer; one that holds the key in any form is dropped."""
+    out: CIMultiDict = CIMultiDict()
+    for name, value in headers.items():
+        lower = name.lower()
+        if (lower in FORWARD_RESPONSE or lower.startswith(FORWARD_RESPONSE_PREFIXES)) and not forms.found_in(value):
+            out.add(name, value)
+    return out
+
+
+class _OneLineBadRequests(logging.Filter):
+    """aiohttp logs a request it cannot parse (a 100 KB header, bytes that are not HTTP) as an ERROR with its
+    traceback; it is the client's mistake, not the gateway's: one INFO line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            reason = " ".join(str(exc.message or type(exc).__name__).split())[:200]
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg, record.args = "bad request from %s: %d %s", (remote, exc.code, reason)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_bad_requests() -> None:
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _OneLineBadRequests) for f in server_log.filters):
+        server_log.addFilter(_OneLineBadRequests())
+
+
 def _refuse(response: web.Response) -> web.Response:
     """An answer given before the body was read: the connection closes, the rest is never read."""
     response.force_close()
@@ -628,6 +663,7 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     upstreams = list(upstreams)
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
+    quiet_bad_requests()
     if workers > 1 and not cluster.can_share_port():
         log.warning("this system cannot share a port between processes: one gateway worker")
         workers = 1
@@ -689,6 +725,7 @@ async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -
     from .upstream import upstreams_from_json
 
     state_dir = Path(state_dir)
+    quiet_bad_requests()
     gateway = Gateway(state_dir, upstreams_from_json(settings["upstreams_json"]), settings["admin_token"],
                       worker=index)
     gateway.registry.shared = True
