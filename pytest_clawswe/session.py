@@ -86,6 +86,8 @@ class RunSession:
         self._worker_pids: list[int] = []
         self._done = 0
         self._said: set[str] = set()
+        self._not_started: dict[str, int] = {}  # why items were not started -> how many
+        self._last_not_started = ""
 
     # -- start -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -212,6 +214,12 @@ class RunSession:
     # -- progress ----------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the run-level files current, so a crash loses nothing already finished."""
+        if report.when == "setup" and report.skipped and isinstance(report.longrepr, tuple):
+            why = str(report.longrepr[2]).removeprefix("Skipped: ")
+            if why.startswith("not started:"):  # the breaker or --max-cost (why_not_start)
+                self._not_started.setdefault(why.split(" (counted")[0], 0)
+                self._not_started[why.split(" (counted")[0]] += 1
+                self._last_not_started = why
         if report.when != "teardown" or not self.writes:
             return
         results = self._rebuild()
@@ -271,6 +279,9 @@ class RunSession:
             from .cache import disk_line
 
             tr.write_line(disk_line(summary["disk"]))
+        if self._not_started:  # one sentence: why the run stopped starting items
+            count = sum(self._not_started.values())
+            tr.write_line(f"{count} item(s) {self._last_not_started}", red=True, bold=True)
 
     def pytest_unconfigure(self) -> None:
         """Close the runner, stop the gateway, and (controller) sweep what the run left in Docker."""

@@ -29,8 +29,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(event)
                 self.wfile.flush()
             return
-        status, ctype, data = answer
+        status, ctype, data, *extra = answer  # (status, content type, bytes[, headers])
         self.send_response(status)
+        for name, value in (extra[0] if extra else {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
