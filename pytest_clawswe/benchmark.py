@@ -141,3 +141,9 @@ class BenchmarkItem(pytest.Item):
         if excinfo.errisinstance(self.ONE_LINE):
             return f"{self.item_id}: {excinfo.value}"
         return super().repr_failure(excinfo, style)
+
+    def _repr_failure_py(self, excinfo, style=None):
+        # what pytest calls for an error in setup (where the run happens): the same one line, no traceback
+        if excinfo.errisinstance(self.ONE_LINE):
+            return f"{self.item_id}: {excinfo.value}"
+        return super()._repr_failure_py(excinfo, style)

@@ -485,6 +485,9 @@ class AnthropicStreamUsage(StreamUsage):
         else:
             return
         self.usage = self.protocol.usage_from_body({"usage": self._fields})
+        cost = self._fields.get("cost")  # a provider that bills in its answer (OpenRouter)
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            self.provider_cost = float(cost)
 
 
 CHAT, RESPONSES, MESSAGES = ChatCompletions(), Responses(), Messages()
