@@ -107,6 +107,6 @@ def tripped(run_dir: Path, count: int) -> str | None:
     last = lines[-count:]
     if len(last) < count or not last[0].get("kind") or any(x.get("kind") != last[0]["kind"] for x in last):
         return None
-    reason = last[-1].get("reason") or last[-1]["kind"]
+    reason = (last[-1].get("reason") or last[-1]["kind"]).split(". ")[0].rstrip(".")  # its first sentence
     advice = ADVICE.get(last[0]["kind"], "wait and --resume")
     return f"the provider answered {reason} for {count} instances in a row; {advice}"

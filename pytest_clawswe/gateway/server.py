@@ -321,6 +321,7 @@ class Gateway:
         except (ValueError, KeyError, IndexError, TypeError):
             message = None
         if not isinstance(message, dict):
+            request["clawswe_failure"] = failures.of_answer(200, redact.scrub(data, forms))  # an error in a 200
             return (_error(protocol, 502, "The provider's answer could not be read.", "api_error"), 502, None,
                     "unreadable upstream answer")
         reg.shaping.remember(message)
