@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from pytest_clawswe.gateway.protocols import MESSAGES
+from pytest_clawswe.gateway.protocols import CHAT, MESSAGES
 from pytest_clawswe.gateway.scripted import ScriptedModel
 from pytest_clawswe.results import Usage
 
@@ -63,15 +63,16 @@ class ProviderStub:
         text = json.dumps(body)
         row = next((r for r in self.rows if _marker(r) in text), None)
         model = ScriptedModel("gold" if row else "noop", row["patch"] if row else "", "/testbed")
-        view = MESSAGES.view(body)
+        wire = CHAT if path.endswith("/chat/completions") else MESSAGES  # the model check speaks chat
+        view = wire.view(body)
         reply = model.reply(view)
         name = str(body.get("model") or "test/model")
         if body.get("stream") is True:
-            events = MESSAGES.render_stream(reply, FIXED_USAGE, name, body)
+            events = wire.render_stream(reply, FIXED_USAGE, name, body)
             # OpenRouter's own cost rides in the final usage
             return [e.replace(b'"usage":{', b'"usage":{"cost":%s,' % str(PROVIDER_COST).encode())
                     if b"message_delta" in e else e for e in events]
-        rendered = MESSAGES.render(reply, FIXED_USAGE, name, body)
+        rendered = wire.render(reply, FIXED_USAGE, name, body)
         rendered["usage"]["cost"] = PROVIDER_COST
         return 200, "application/json", json.dumps(rendered).encode()
 
