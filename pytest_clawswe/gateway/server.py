@@ -21,7 +21,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from . import failures, fastjson, redact, shaping, sse
+from . import ceiling, failures, fastjson, redact, shaping, sse
 from .client import STATE_FILE
 from .conversation import remember
 from .ledger import bounded, make_record, usage_of
@@ -221,9 +221,9 @@ class Gateway:
         raw, body = parsed
         result = None  # (response, status, usage, error); the 500 is built only when needed
         try:
-            if reg.ceiling and await self._over_ceiling(reg):
-                request["clawswe_failure"] = failures.Failure(failures.COST_LIMIT, _ceiling_text(reg.ceiling))
-                result = (_error(protocol, 400, _ceiling_text(reg.ceiling), "invalid_request_error"), 400, None,
+            if reg.ceiling and ceiling.reached(await self.registry.records(reg), reg.ceiling):
+                request["clawswe_failure"] = failures.Failure(failures.COST_LIMIT, ceiling.refusal(reg.ceiling))
+                result = (_error(protocol, 400, ceiling.refusal(reg.ceiling), "invalid_request_error"), 400, None,
                           "cost limit")
             elif reg.scripted is not None:
                 result = await self._scripted(request, protocol, reg, body, len(raw))
@@ -340,12 +340,6 @@ class Gateway:
             response = web.Response(status=200, body=redact.scrub(rendered, forms),
                                     headers={"Content-Type": "application/json"})
         return response, 200, usage, None if usage else "no usage in the answer"
-
-    async def _over_ceiling(self, reg) -> bool:
-        """Whether the instance's counted cost (every worker's records of this attempt) reached its ceiling."""
-        records = await self.registry.records(reg)
-        prices = reg.ceiling.get("prices") or [0, 0, 0, 0]
-        return sum(_record_cost(r, prices) for r in records) >= float(reg.ceiling["usd"])
 
     async def _share(self, reg) -> None:
         """Several workers: reasoning remembered here reaches the others before the harness can go on."""
@@ -591,17 +585,6 @@ class Gateway:
 
 class _ClientGone(Exception):
     pass
-
-
-def _ceiling_text(ceiling: dict) -> str:
-    return (f"clawswe: this instance reached its cost ceiling of ${float(ceiling['usd']):g} "
-            "(--max-instance-cost); no more model calls are allowed.")
-
-
-def _record_cost(record: dict, prices: list) -> float:
-    from .ledger import USAGE_FIELDS
-
-    return sum(int(record.get(f) or 0) * float(p) for f, p in zip(USAGE_FIELDS, prices))
 
 
 def _provider_cost(obj: dict) -> float | None:
