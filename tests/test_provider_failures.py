@@ -55,7 +55,7 @@ def prices(tmp_path) -> Path:
 
 
 def run(pytester, run_dir, ids, *args, workers=1):
-    xdist = ("-n", str(workers)) if workers > 1 else ()
+    xdist = ("-n", str(workers) if workers > 1 else "0")  # the plugin defaults to -n 3
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--run-dir", str(run_dir), "--harness",
                                          "claude-code", "--model", MODEL, "--dataset", "demo", "--instance-ids",
                                          ",".join(ids), *xdist, *args, timeout=1500)

@@ -183,7 +183,11 @@ class Runner(ItemRunner):
                 if run.message and run.finish_reason in ("error", "disk_limit"):
                     result.error = run.message
                 if self.gateway is not None:  # the same rule as Claw-SWE-Bench's (provider.py): raises an error
-                    result.finish_reason = self.provider_outcome(agent_records, result) or result.finish_reason
+                    try:
+                        result.finish_reason = self.provider_outcome(agent_records, result) or result.finish_reason
+                    except InfraError as exc:  # its sentence, not the harness's exit message
+                        result.finish_reason, result.error = "provider_error", str(exc)
+                        raise
                 t = time.monotonic()
                 if not ws.copy_out(agent.WORKDIR, work / "snapshot"):
                     (work / "snapshot" / "tmp_workspace").mkdir(parents=True)
