@@ -119,13 +119,20 @@ class BenchmarkItem(pytest.Item):
             self.result, self.reused = previous, True
             run_session.report_result(self, previous)
             return
+        why_not = run_session.why_not_start(runner)  # the provider breaker, --max-cost
+        if why_not:
+            pytest.skip(why_not)
+        from . import provider
+
         try:
             self.result = runner.run(self.target)  # retries: the runner's policy (item_runner.py)
-        except Exception:
+        except Exception as exc:
+            provider.note(run_session.cfg.run_dir, self.item_id, exc)
             errored = runner.error_result(self.item_id)  # what the failed attempt left on disk
             if errored is not None:
                 run_session.report_result(self, errored)
             raise
+        provider.note(run_session.cfg.run_dir, self.item_id, None)
         run_session.report_result(self, self.result)
         if self.result.outcome == ERROR:
             raise ItemError(self.result.error or "error")

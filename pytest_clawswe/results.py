@@ -24,7 +24,8 @@ from pathlib import Path
 
 # outcome values: a pass, the two kinds of fail, and the infrastructure error that is neither.
 RESOLVED, UNRESOLVED, APPLY_FAILED, ERROR = "resolved", "unresolved", "apply_failed", "error"
-FINISH_REASONS = ("stop", "timeout", "error", "empty", "disk_limit")
+# cost_limit: --max-instance-cost stopped the agent; provider_error: --grade-provider-failures graded a failure
+FINISH_REASONS = ("stop", "timeout", "error", "empty", "disk_limit", "cost_limit", "provider_error")
 
 
 @dataclass
@@ -69,6 +70,8 @@ class InstanceResult:
     cost_usd: float | None = None  # None = unknown price, never a silent 0
     attempts: int = 1
     docker_host: str = ""  # the engine that ran it: a --docker-host URL, or "default"
+    failed_requests: dict[str, int] = field(default_factory=dict)  # provider failures by kind, not turns
+    provider_cost_usd: float | None = None  # what the provider itself billed (OpenRouter's usage.cost)
 
     @property
     def duration_s(self) -> float:

@@ -69,6 +69,10 @@ class RunConfig:
     purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
     gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)
     cache_level: str = "instance"  # which images an item leaves behind when it ends (see cache.py)
+    max_cost: float | None = None  # USD: no item starts past it (spending.py)
+    max_instance_cost: float | None = None  # USD: the gateway refuses an instance's calls past it
+    provider_breaker: int = 3  # instances in a row ending in the same provider error that stop the run; 0: off
+    grade_provider_failures: bool = False  # True: as the released code, a provider failure is graded
 
     @property
     def model_label(self) -> str:
@@ -175,10 +179,21 @@ class Runner(ItemRunner):
                 result.cost_usd = self.prices.cost_usd(result.usage, cfg.model)
             (work / "agent.log").write_text(run.output)
             result.finish_reason = run.finish_reason
+            provider_end: str | InfraError | None = None
+            if self.gateway is not None:  # raised below, once the patch is saved: a provider failure is no verdict
+                try:
+                    provider_end = self.provider_outcome(self.gateway.records.pop(instance.instance_id, []), result)
+                except InfraError as exc:
+                    provider_end = exc
+                if isinstance(provider_end, str):
+                    result.finish_reason = provider_end
             result.harness_usage = run.harness_usage
             # e.g. bare: "the diff did not apply"; the disk watch: how much the agent wrote
             if run.message and run.finish_reason in ("error", "stop", "disk_limit"):
                 result.error = run.message
+            if result.finish_reason == "cost_limit":
+                result.error = f"stopped: the instance reached --max-instance-cost ${self.config.max_instance_cost:g}"
+
 
             t = time.monotonic()
             ws.kill_all()  # again: backup_session and delete_agent ran the adapter's own commands
@@ -198,6 +213,9 @@ class Runner(ItemRunner):
             result.error = patch.dropped[0]
         if patch.is_empty and result.finish_reason == "stop":
             result.finish_reason = "empty"
+        if isinstance(provider_end, InfraError):
+            result.finish_reason = "provider_error"
+            raise provider_end
 
         from .scoring import score  # swebench takes a second to import: only items that run pay it
 

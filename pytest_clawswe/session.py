@@ -87,6 +87,9 @@ class RunSession:
         self.stopping = False  # set by the first SIGINT: no item starts after it
         self._worker_pids: list[int] = []
         self._done = 0
+        self._said: set[str] = set()
+        self._not_started: dict[str, int] = {}  # why items were not started -> how many
+        self._last_not_started = ""
 
     # -- start -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -100,10 +103,20 @@ class RunSession:
                 f"so give -n {len(self.hosts)} or more to use them all"), stacklevel=2)
         self._write_run_info()
         self._sweep(include_live=False)  # an earlier, killed attempt of this run
+        from . import provider
+
+        provider.reset(self.cfg.run_dir)  # a streak of an earlier part of the run does not stop this one
         if self.needs_model:
             try:
                 self.gateway_process = _start_gateway(self.cfg, self.hosts, clients)
+                if not self.config.getoption("no_model_check"):
+                    from .model_check import check_model
+
+                    check_model(self.cfg.run_dir / "gateway", self.cfg.model)
             except BaseException:
+                if self.gateway_process is not None:
+                    self.gateway_process.stop()
+                    self.gateway_process = None
                 self._sweep(include_live=True)  # its network: nothing outlives a failed start
                 raise
         self.benchmark.start_run(self.cfg.run_dir)
@@ -137,6 +150,23 @@ class RunSession:
                                     "give a writable folder with --run-dir") from None
 
     # -- what the items use ------------------------------------------------------------------------
+    def why_not_start(self, runner) -> str | None:
+        """Why an item must not start (one sentence): the provider breaker tripped, or --max-cost is reached."""
+        from . import provider
+
+        cfg = self.cfg
+        why = provider.tripped(cfg.run_dir, cfg.provider_breaker)
+        if why:
+            why = f"not started: {why}"
+        elif cfg.max_cost is not None:
+            from .spending import over_max_cost
+
+            why = over_max_cost(cfg.run_dir, runner.item_dir("_").parent, cfg.max_cost, cfg.prices_file)
+        if why and why not in self._said:  # once per process on the terminal; every skipped item carries it
+            self._said.add(why)
+            _progress(why)
+        return why
+
     @property
     def runner(self):
         if self._runner is None:
@@ -186,6 +216,12 @@ class RunSession:
     # -- progress ----------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the run-level files current, so a crash loses nothing already finished."""
+        if report.when == "setup" and report.skipped and isinstance(report.longrepr, tuple):
+            why = str(report.longrepr[2]).removeprefix("Skipped: ")
+            if why.startswith("not started:"):  # the breaker or --max-cost (why_not_start)
+                self._not_started.setdefault(why.split(" (counted")[0], 0)
+                self._not_started[why.split(" (counted")[0]] += 1
+                self._last_not_started = why
         if report.when != "teardown" or not self.writes:
             return
         results = self._rebuild()
@@ -245,6 +281,9 @@ class RunSession:
             from .cache import disk_line
 
             tr.write_line(disk_line(summary["disk"]))
+        if self._not_started:  # one sentence: why the run stopped starting items
+            count = sum(self._not_started.values())
+            tr.write_line(f"{count} item(s) {self._last_not_started}", red=True, bold=True)
 
     def pytest_unconfigure(self) -> None:
         """Close the runner, stop the gateway, and (controller) sweep what the run left in Docker."""

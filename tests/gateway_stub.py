@@ -35,7 +35,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(event)
                 self.wfile.flush()
             return
-        status, ctype, data, *more = answer
+        status, ctype, data, *more = answer  # (status, content type, bytes[, headers])
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         for name, value in (more[0] if more else {}).items():

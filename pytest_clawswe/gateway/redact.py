@@ -83,14 +83,3 @@ class Redactor:
 def for_key(key: str) -> Redactor:
     return Redactor(key)
 
-
-def scrub(data: bytes, forms) -> bytes:
-    for form in forms:
-        if form in data:
-            data = data.replace(form, REDACTED)
-    return data
-
-
-def contains(text: str, forms) -> bool:
-    data = text.encode(errors="replace")
-    return any(f in data for f in forms)

@@ -38,6 +38,7 @@ class Registration:
     usage: Usage = field(default_factory=Usage)  # the records themselves are on disk only
     pending: set = field(default_factory=set)  # ledger writes under way
     spec: dict = field(default_factory=dict)  # what registered it: how the other worker processes build it
+    ceiling: dict | None = None  # {"usd": limit, "prices": USD per token (USAGE_FIELDS order)}: --max-instance-cost
 
 
 def _key(token: str) -> bytes:
@@ -65,7 +66,8 @@ class Registry:
         self._lock = threading.Lock()
 
     def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
-                 harness: str = "", shaping: str | list[str] | None = None, relay: str = "") -> Registration:
+                 harness: str = "", shaping: str | list[str] | None = None, relay: str = "",
+                 ceiling: dict | None = None) -> Registration:
         """A new token for one run of one instance, usable only from `address` when one is given
         (the container's address on the run network), and only through `relay` (an engine's relay, relay.py)
         when one is given, else only directly. Raises ValueError for what it can't serve."""
@@ -73,6 +75,7 @@ class Registry:
             raise ValueError("register needs an instance_id")
         reg = self._build(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, scripted, address, harness,
                           shaping, relay)
+        reg.ceiling = _ceiling(ceiling)
         with self._lock:
             earlier = self._attempts.get(instance_id)
             if earlier is None:  # a resumed run: continue the numbering found on disk
@@ -82,7 +85,7 @@ class Registry:
             self._by_key[_key(reg.token)] = reg
         reg.spec = {"token": reg.token, "instance_id": instance_id, "model": model, "scripted": scripted,
                     "address": address, "harness": harness, "shaping": shaping, "attempt": reg.attempt,
-                    "relay": relay}
+                    "relay": relay, "ceiling": reg.ceiling}
         return reg
 
     def _build(self, token, instance_id, model, scripted, address, harness, shaping, relay="") -> Registration:
@@ -107,6 +110,7 @@ class Registry:
                               spec.get("address") or "", spec.get("harness") or "", spec.get("shaping"),
                               spec.get("relay") or "")
             reg.attempt, reg.spec = spec["attempt"], spec
+            reg.ceiling = _ceiling(spec.get("ceiling"))
             with self._lock:
                 self._by_key[_key(reg.token)] = reg
         reg.active = reg.active and active
@@ -175,3 +179,15 @@ def _normal(remote: str | None) -> str:
         return ""
     mapped = getattr(addr, "ipv4_mapped", None)  # ::ffff:172.18.0.3 on a dual-stack socket
     return str(mapped or addr)
+
+
+def _ceiling(value) -> dict | None:
+    if not value:
+        return None
+    try:
+        usd, prices = float(value["usd"]), [float(p) for p in value.get("prices") or [0, 0, 0, 0]]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("register: ceiling must be {\"usd\": number, \"prices\": [4 numbers]}") from None
+    if len(prices) != 4 or usd <= 0:
+        raise ValueError("register: ceiling needs a positive usd and 4 prices per token")
+    return {"usd": usd, "prices": prices}

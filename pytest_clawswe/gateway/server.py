@@ -21,7 +21,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from . import fastjson, redact, shaping, sse
+from . import ceiling, failures, fastjson, redact, shaping, sse
 from .client import STATE_FILE
 from .conversation import remember
 from .ledger import bounded, make_record, usage_of
@@ -225,7 +225,11 @@ class Gateway:
         raw, body = parsed
         result = None  # (response, status, usage, error); the 500 is built only when needed
         try:
-            if reg.scripted is not None:
+            if reg.ceiling and ceiling.reached(await self.registry.records(reg), reg.ceiling):
+                request["clawswe_failure"] = failures.Failure(failures.COST_LIMIT, ceiling.refusal(reg.ceiling))
+                result = (_error(protocol, 400, ceiling.refusal(reg.ceiling), "invalid_request_error"), 400, None,
+                          "cost limit")
+            elif reg.scripted is not None:
                 result = await self._scripted(request, protocol, reg, body, len(raw))
             else:
                 result = await self._forward(request, protocol, reg, body)
@@ -237,9 +241,12 @@ class Gateway:
                           "internal")
             response, status, usage, error = result
             await self._share(reg)
+            failure = request.get("clawswe_failure") or failures.gateway_failure(status, error)
             record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
                                  status, time.monotonic() - started, usage,
-                                 requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error)
+                                 requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error,
+                                 failure=failure.kind if failure else None, reason=failure.reason if failure else None,
+                                 provider_cost_usd=request.get("clawswe_provider_cost"))
             if response.prepared:  # a stream, over already: its line is synced right after, the
                 self.registry.record_nowait(reg, record)  # connection's next request need not wait for it
             else:  # a plain answer goes out once its line is on disk
@@ -329,6 +336,7 @@ class Gateway:
         except (ValueError, KeyError, IndexError, TypeError):
             message = None
         if not isinstance(message, dict):
+            request["clawswe_failure"] = failures.of_answer(200, forms.scrub(data))  # an error in a 200
             return (_error(protocol, 502, "The provider's answer could not be read.", "api_error"), 502, None,
                     "unreadable upstream answer")
         reg.shaping.remember(message)
@@ -371,10 +379,13 @@ class Gateway:
         if not is_stream:
             data = b"".join([c async for c in chunks])
             usage, error = None, None
+            if forms:  # the scripted model's answers are never failures
+                request["clawswe_failure"] = failures.of_answer(status, scrub(data))
             try:
                 obj = fastjson.loads(data)
                 if isinstance(obj, dict) and status < 400:
                     usage = protocol.usage_from_body(obj)
+                    request["clawswe_provider_cost"] = _provider_cost(obj)
                     if shape is not None and protocol is CHAT:
                         for choice in obj.get("choices") or []:
                             shape.remember((choice or {}).get("message"))
@@ -412,6 +423,9 @@ class Gateway:
                 log.warning("could not read usage from the rest of a %s answer", protocol.name)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             error = f"upstream stream broke: {type(exc).__name__}"
+        if reader.failure is not None:
+            request["clawswe_failure"] = reader.failure
+        request["clawswe_provider_cost"] = reader.provider_cost
         return response, status, reader.usage, error
 
     @staticmethod
@@ -419,11 +433,14 @@ class Gateway:
                            share=None) -> None:
         out = []
         for raw in raws:
-            if collector is None and b'"usage"' not in raw:  # read only for its usage: the rest passes unread
+            # read only for its usage or an error: the rest passes unread
+            if collector is None and b'"usage"' not in raw and b'error' not in raw:
                 out.append(raw)
                 continue
             event = sse.Event(raw)
             try:
+                if b'error' in raw:  # an error event, or a chunk carrying an error object (mid-stream failure)
+                    reader.failure = failures.of_event(event.json()) or reader.failure
                 reader.feed(event)
                 if collector is not None:
                     collector.feed(event.json())
@@ -519,7 +536,7 @@ class Gateway:
             reg = self.registry.register(str(body.get("instance_id") or ""), str(body.get("model") or ""),
                                          body.get("scripted"), address=str(body.get("address") or ""),
                                          harness=str(body.get("harness") or ""), shaping=body.get("shaping"),
-                                         relay=str(body.get("relay") or ""))
+                                         relay=str(body.get("relay") or ""), ceiling=body.get("ceiling"))
         except ValueError as exc:
             return _json(400, {"error": str(exc)})
         if self.leader is not None:  # every worker knows the token before anyone can use it
@@ -616,6 +633,13 @@ def quiet_bad_requests() -> None:
     server_log = logging.getLogger("aiohttp.server")
     if not any(isinstance(f, _OneLineBadRequests) for f in server_log.filters):
         server_log.addFilter(_OneLineBadRequests())
+
+
+def _provider_cost(obj: dict) -> float | None:
+    """What the provider says the call cost (OpenRouter's usage.cost, in USD credits), else None."""
+    usage = obj.get("usage") if isinstance(obj, dict) else None
+    cost = usage.get("cost") if isinstance(usage, dict) else None
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
 def _refuse(response: web.Response) -> web.Response:
