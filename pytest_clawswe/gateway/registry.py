@@ -37,6 +37,7 @@ class Registration:
     active: bool = True
     usage: Usage = field(default_factory=Usage)  # the records themselves are on disk only
     pending: set = field(default_factory=set)  # ledger writes under way
+    answering: set = field(default_factory=set)  # requests being answered (their records not yet queued)
     spec: dict = field(default_factory=dict)  # what registered it: how the other worker processes build it
     ceiling: dict | None = None  # {"usd": limit, "prices": USD per token (USAGE_FIELDS order)}: --max-instance-cost
 
@@ -157,14 +158,36 @@ class Registry:
         """record_nowait, returning once the record is on disk."""
         await asyncio.shield(self.record_nowait(reg, record))
 
+    @staticmethod
+    def answering(reg: Registration) -> asyncio.Future:
+        """A request of `reg` is being answered: its record is not written yet, so a read of the usage waits
+        for it (the harness may have seen the answer's last byte, and been stopped, before the record)."""
+        done = asyncio.get_running_loop().create_future()
+        reg.answering.add(done)
+        done.add_done_callback(reg.answering.discard)
+        return done
+
+    @staticmethod
+    async def settled(reg: Registration) -> None:
+        """Wait for the requests under way and their ledger writes (bounded: a request whose client is gone
+        ends within moments; one still streaming to a live agent is not waited for past SETTLE_S)."""
+        if reg.answering:
+            await asyncio.wait(list(reg.answering), timeout=SETTLE_S)
+        if reg.pending:
+            await asyncio.gather(*list(reg.pending), return_exceptions=True)
+
     async def records(self, reg: Registration) -> list[dict]:
-        """The records of this registration, read from disk once every pending write is there."""
+        """The records of this registration, read from disk once every pending write is there (not waiting
+        for requests still being answered: see settled)."""
         if reg.pending:
             await asyncio.gather(*list(reg.pending), return_exceptions=True)
         return await asyncio.to_thread(ledger.read_records, self.state_dir, reg.instance_id, reg.attempt)
 
     def close(self) -> None:
         self.ledger.close()
+
+
+SETTLE_S = 10.0
 
 
 def _report(commit: asyncio.Future) -> None:

@@ -224,6 +224,7 @@ class Gateway:
             return parsed
         raw, body = parsed
         result = None  # (response, status, usage, error); the 500 is built only when needed
+        answered = self.registry.answering(reg)
         try:
             if reg.ceiling and ceiling.reached(await self.registry.records(reg), reg.ceiling):
                 request["clawswe_failure"] = failures.Failure(failures.COST_LIMIT, ceiling.refusal(reg.ceiling))
@@ -236,31 +237,34 @@ class Gateway:
         except Exception:  # a bug must not take the gateway down; the harness sees a 500
             log.exception("request of %s failed", reg.instance_id)
         finally:
-            if result is None:
-                result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None,
-                          "internal")
-            response, status, usage, error = result
-            await self._share(reg)
-            failure = request.get("clawswe_failure") or failures.gateway_failure(status, error)
-            record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
-                                 status, time.monotonic() - started, usage,
-                                 requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error,
-                                 failure=failure.kind if failure else None, reason=failure.reason if failure else None,
-                                 provider_cost_usd=request.get("clawswe_provider_cost"))
-            if response.prepared:  # a stream, over already: its line is synced right after, the
-                self.registry.record_nowait(reg, record)  # connection's next request need not wait for it
-            else:  # a plain answer goes out once its line is on disk
-                await self.registry.record(reg, record)
             try:
-                remember(self.registry.state_dir, reg, protocol, body, response)
-            except Exception:  # the transcript record must never cost the agent its answer
-                log.exception("could not record the conversation of %s", reg.instance_id)
-            # every request is in the ledger; the log has the ones that did not go well (DEBUG: all)
-            log.log(logging.DEBUG if status < 400 else logging.INFO,
-                    "%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
-                    reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
-                    record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
-                    record["cache_write_tokens"], f" error={error}" if error else "")
+                if result is None:
+                    result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None,
+                              "internal")
+                response, status, usage, error = result
+                await self._share(reg)
+                failure = request.get("clawswe_failure") or failures.gateway_failure(status, error)
+                record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
+                                     status, time.monotonic() - started, usage,
+                                     requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error,
+                                     failure=failure.kind if failure else None, reason=failure.reason if failure else None,
+                                     provider_cost_usd=request.get("clawswe_provider_cost"))
+                if response.prepared:  # a stream, over already: its line is synced right after, the
+                    self.registry.record_nowait(reg, record)  # connection's next request need not wait for it
+                else:  # a plain answer goes out once its line is on disk
+                    await self.registry.record(reg, record)
+                try:
+                    remember(self.registry.state_dir, reg, protocol, body, response)
+                except Exception:  # the transcript record must never cost the agent its answer
+                    log.exception("could not record the conversation of %s", reg.instance_id)
+                # every request is in the ledger; the log has the ones that did not go well (DEBUG: all)
+                log.log(logging.DEBUG if status < 400 else logging.INFO,
+                        "%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
+                        reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
+                        record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
+                        record["cache_write_tokens"], f" error={error}" if error else "")
+            finally:  # its record is queued (or it failed): a read of the usage need not wait any more
+                answered.set_result(None)
         return response
 
     async def _scripted(self, request, protocol, reg, body, size):
@@ -548,6 +552,7 @@ class Gateway:
         if self.follower is not None:
             return await self.follower.admin(request)
         reg = await self._admin_registration(request)
+        await self.registry.settled(reg)  # a request whose answer just went out is counted too
         usage = reg.usage
         if self.leader is not None:  # counted by several processes: the fsynced files have it all
             await self.leader.broadcast({"op": "flush", "token": reg.token})
@@ -559,6 +564,7 @@ class Gateway:
         if self.follower is not None:
             return await self.follower.admin(request)
         reg = await self._admin_registration(request)
+        await self.registry.settled(reg)
         if self.leader is not None:
             await self.leader.broadcast({"op": "flush", "token": reg.token})
         return _json(200, {"requests": await self.registry.records(reg)})
