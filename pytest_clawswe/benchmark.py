@@ -119,13 +119,20 @@ class BenchmarkItem(pytest.Item):
             self.result, self.reused = previous, True
             run_session.report_result(self, previous)
             return
+        why_not = run_session.why_not_start(runner)  # the provider breaker, --max-cost
+        if why_not:
+            pytest.skip(why_not)
+        from . import provider
+
         try:
             self.result = runner.run(self.target)  # retries: the runner's policy (item_runner.py)
-        except Exception:
+        except Exception as exc:
+            provider.note(run_session.cfg.run_dir, self.item_id, exc)
             errored = runner.error_result(self.item_id)  # what the failed attempt left on disk
             if errored is not None:
                 run_session.report_result(self, errored)
             raise
+        provider.note(run_session.cfg.run_dir, self.item_id, None)
         run_session.report_result(self, self.result)
         if self.result.outcome == ERROR:
             raise ItemError(self.result.error or "error")
@@ -134,3 +141,19 @@ class BenchmarkItem(pytest.Item):
         if excinfo.errisinstance(self.ONE_LINE):
             return f"{self.item_id}: {excinfo.value}"
         return super().repr_failure(excinfo, style)
+
+    def _repr_failure_py(self, excinfo, style=None):
+        """An item's error (its setup runs the item) is one sentence and where its record is; the whole traceback
+        with --tb=long, and in the item's log."""
+        if style == "long" or excinfo.errisinstance((pytest.skip.Exception, KeyboardInterrupt)):
+            return super()._repr_failure_py(excinfo, style)
+        first = (str(excinfo.value).strip().splitlines() or [""])[0][:500]
+        sentence = first if excinfo.errisinstance(self.ONE_LINE) else f"{excinfo.typename}: {first}"
+        return f"{self.item_id}: {sentence}{self._record_hint()}"
+
+    def _record_hint(self) -> str:
+        session = self.config.pluginmanager.get_plugin("clawswe-session")
+        runner = getattr(session, "_runner", None)
+        if runner is None or not hasattr(runner, "item_dir"):
+            return ""
+        return f" (details: {runner.item_dir(self.item_id) / runner.RESULT_FILE}; the traceback: --tb=long)"

@@ -31,6 +31,22 @@ def tls_config(tls_dir: str | os.PathLike) -> docker.tls.TLSConfig:
                                 ca_cert=str(folder / "ca.pem"), verify=True)
 
 
+def _check_answers(base_url: str, timeout: float = 10) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    try:
+        with socket.create_connection((parts.hostname or "", parts.port or 2376), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise InfraError(f"nothing answers at {base_url} ({exc.strerror or type(exc).__name__}); check that the "
+                         "Docker engine runs there and listens on that port, or drop that --docker-host",
+                         retryable=False) from None
+    except ValueError:  # a port out of range: the URL itself is wrong
+        raise InfraError(f"{base_url} is not a usable address; give tcp://HOST:PORT", retryable=False) from None
+
+
 def docker_client(timeout: int = 600, base_url: str | None = None,
                   tls_dir: str | os.PathLike | None = None) -> docker.DockerClient:
     """A client whose engine answered a ping; `timeout`: seconds per API call.
@@ -41,6 +57,8 @@ def docker_client(timeout: int = 600, base_url: str | None = None,
         if base_url is None:
             client = docker.from_env(timeout=timeout)
         else:
+            if base_url.startswith("tcp://"):
+                _check_answers(base_url)  # before the certificates: "nothing there" is the first thing to say
             client = docker.DockerClient.__new__(docker.DockerClient)  # DockerClient only holds its APIClient
             tls = tls_config(tls_dir) if tls_dir and base_url.startswith("tcp://") else False
             client.api = _EngineAPI(base_url=base_url, tls=tls, timeout=timeout,

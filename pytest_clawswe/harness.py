@@ -83,6 +83,10 @@ class HarnessOptions:
                 raise HarnessError(f"harness {harness!r} has no option {key!r} (its options: {names}; "
                                    "see `clawswe harness list`)")
             values[key] = _convert(key, value, known[key][1], harness)
+            number = values[key]
+            if isinstance(number, (int, float)) and not isinstance(number, bool) and number < 0:
+                raise HarnessError(f"--harness-option {key}={value}: {harness or 'the harness'} expects 0 or more "
+                                   "(a count, a size or seconds)")
         return cls(**values)
 
     def as_dict(self) -> dict:

@@ -85,6 +85,26 @@ class ItemRunner:
             cfg = self.config
             self.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,
                                       shaping=cfg.gateway_shaping, engine=engine)
+            if getattr(cfg, "max_instance_cost", None):
+                from .spending import unit_prices
+
+                self.gateway.ceiling = {"usd": cfg.max_instance_cost,
+                                        "prices": unit_prices(cfg.model, cfg.prices_file) or [0, 0, 0, 0]}
+
+    def provider_outcome(self, records: list[dict], result) -> str | None:
+        """Read an ended agent's ledger lines (provider.py): the failed calls and the provider's own cost go
+        into `result`; a provider failure raises provider.ProviderError (unless --grade-provider-failures:
+        then "provider_error" is returned as the finish reason); "cost_limit" when the ceiling stopped it."""
+        from .provider import judge
+
+        outcome = judge(records)
+        result.failed_requests = outcome.failed_requests
+        result.provider_cost_usd = outcome.provider_cost_usd
+        if outcome.failure is not None:
+            if not getattr(self.config, "grade_provider_failures", False):
+                raise outcome.failure
+            return "provider_error"
+        return "cost_limit" if outcome.cost_limit else None
 
     def _ensure_harness(self) -> None:
         """The harness's run-wide setup, once per process, before its first agent."""

@@ -48,6 +48,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--disk-limit", default="20g",
                 help="what an agent's container may write before the agent is stopped (finish reason "
                      "disk_limit), e.g. 20g; none: no limit (default: %(default)s)")
+    g.addoption("--no-build-bundles", action="store_true",
+                help="refuse to start when the harness's bundle is not built (default: build it on first use, "
+                     "before the run writes anything)")
     g.addoption("--harness-option", action="append", default=[], metavar="KEY=VALUE",
                 help="option passed to the harness adapter (repeatable)")
     g.addoption("--network", choices=("locked", "open"), default="locked",
@@ -70,6 +73,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "(default: where the released code had it), off, or a comma list (docs/fidelity.md)")
     g.addoption("--prices", metavar="FILE", help="YAML/JSON model prices (USD per million tokens) that add to or "
                                                  "override the price library's")
+    g.addoption("--max-cost", type=float, metavar="USD",
+                help="spending ceiling of the run: no item starts once the counted cost plus what the running "
+                     "items are likely to add reaches it (items not started are not run; --resume runs them)")
+    g.addoption("--max-instance-cost", type=float, metavar="USD",
+                help="spending ceiling of one instance: the gateway refuses its model calls past it, and the patch "
+                     "so far is graded (finish reason cost_limit)")
+    g.addoption("--provider-breaker", type=int, default=3, metavar="N",
+                help="stop starting items after N instances in a row ended in provider errors of the same kind "
+                     "(401, 402, 429...; default %(default)s; 0: never)")
+    g.addoption("--grade-provider-failures", action="store_true",
+                help="grade an instance whose provider failed it (as the released code does) instead of ending it "
+                     "as an error that --resume runs again")
+    g.addoption("--no-model-check", action="store_true",
+                help="skip the one cheap request per provider that checks the key, model name and credit first")
     from .engines import add_options
 
     add_options(g)

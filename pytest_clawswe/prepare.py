@@ -91,6 +91,9 @@ RESET_ONLY_SCRIPT = PREPARE_SCRIPT[:PREPARE_SCRIPT.index("# Every ref but")]
 CHECK_SCRIPT = r"""
 set -eu
 cd /testbed
+# nothing in the image's git configuration runs or changes the answer (the same guard as patch.py's)
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_NO_REPLACE_OBJECTS=1 GIT_OPTIONAL_LOCKS=0
+git() { command git -c core.hooksPath=/dev/null -c core.fsmonitor= -c safe.directory='*' "$@"; }
 git rev-parse --verify "$1^{commit}"
 echo "--- head"
 git rev-parse HEAD

@@ -24,7 +24,8 @@ from pathlib import Path
 
 # outcome values: a pass, the two kinds of fail, and the infrastructure error that is neither.
 RESOLVED, UNRESOLVED, APPLY_FAILED, ERROR = "resolved", "unresolved", "apply_failed", "error"
-FINISH_REASONS = ("stop", "timeout", "error", "empty", "disk_limit")
+# cost_limit: --max-instance-cost stopped the agent; provider_error: --grade-provider-failures graded a failure
+FINISH_REASONS = ("stop", "timeout", "error", "empty", "disk_limit", "cost_limit", "provider_error")
 
 
 @dataclass
@@ -70,6 +71,8 @@ class InstanceResult:
     attempts: int = 1
     docker_host: str = ""  # the engine that ran it: a --docker-host URL, or "default"
     images: dict = field(default_factory=dict)  # how its images were found or made (runner, image_cache.py)
+    failed_requests: dict[str, int] = field(default_factory=dict)  # provider failures by kind, not turns
+    provider_cost_usd: float | None = None  # what the provider itself billed (OpenRouter's usage.cost)
 
     @property
     def duration_s(self) -> float:

@@ -23,7 +23,7 @@ from .harness import AgentRun, Harness, TaskContext
 from .instances import Instance, load_row
 from .item_runner import ItemRunner
 from .labels import LABEL_INSTANCE, LABEL_ROLE
-from .patch import collect_patch, scrub_artifacts
+from .patch import collect_patch, reset_tree, scrub_artifacts
 from .prepare import check_purged, prepared_image
 from .results import ERROR, METADATA, InstanceResult, Usage, instance_dir
 from .workspace import DiskWatch, Workspace
@@ -77,6 +77,10 @@ class RunConfig:
     cache_level: str = "instance"  # which images an item leaves behind when it ends (see cache.py)
     image_cache: int | None = None  # bytes of images kept per engine across runs, LRU (image_cache.py)
     registry: str | None = None  # HOST:PORT images reach the other engines through (registry.py)
+    max_cost: float | None = None  # USD: no item starts past it (spending.py)
+    max_instance_cost: float | None = None  # USD: the gateway refuses an instance's calls past it
+    provider_breaker: int = 3  # instances in a row ending in the same provider error that stop the run; 0: off
+    grade_provider_failures: bool = False  # True: as the released code, a provider failure is graded
 
     @property
     def model_label(self) -> str:
@@ -203,17 +207,28 @@ class Runner(ItemRunner):
                 result.cost_usd = self.prices.cost_usd(result.usage, cfg.model)
             (work / "agent.log").write_text(run.output)
             result.finish_reason = run.finish_reason
+            provider_end: str | InfraError | None = None
+            if self.gateway is not None:  # raised below, once the patch is saved: a provider failure is no verdict
+                try:
+                    provider_end = self.provider_outcome(self.gateway.records.pop(instance.instance_id, []), result)
+                except InfraError as exc:
+                    provider_end = exc
+                if isinstance(provider_end, str):
+                    result.finish_reason = provider_end
             result.harness_usage = run.harness_usage
             # e.g. bare: "the diff did not apply"; the disk watch: how much the agent wrote
             if run.message and run.finish_reason in ("error", "stop", "disk_limit"):
                 result.error = run.message
+            if result.finish_reason == "cost_limit":
+                result.error = f"stopped: the instance reached --max-instance-cost ${self.config.max_instance_cost:g}"
+
 
             t = time.monotonic()
             ws.kill_all()  # again: backup_session and delete_agent ran the adapter's own commands
             for path in self.harness.workspace_artifacts:
                 ws.copy_out(f"{ctx.workdir}/{path}", work / "workspace_artifacts")
-            scrub_artifacts(ws, self.harness.workspace_artifacts, ctx.workdir)
-            patch = collect_patch(ws, row["base_commit"], ctx.workdir)
+            scrub_artifacts(ws, self.harness.workspace_artifacts, ctx.workdir, row["base_commit"])
+            patch = collect_patch(ws, row["base_commit"], ctx.workdir, gitignore=instance.setup_gitignore)
             timings["patch"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
         timings["container_remove"] = round(time.monotonic() - t, 3)
@@ -222,8 +237,13 @@ class Runner(ItemRunner):
         if patch.dropped:
             (work / "patch.dropped.txt").write_text("\n".join(patch.dropped) + "\n")
         result.patch_lines = patch.changed_lines
+        if patch.timed_out and not result.error:
+            result.error = patch.dropped[0]
         if patch.is_empty and result.finish_reason == "stop":
             result.finish_reason = "empty"
+        if isinstance(provider_end, InfraError):
+            result.finish_reason = "provider_error"
+            raise provider_end
 
         from .scoring import score  # swebench takes a second to import: only items that run pay it
 
@@ -284,8 +304,7 @@ class Runner(ItemRunner):
                 break
             result.attempts = attempt + 1
             if attempt:  # a retry starts from the prepared tree, not from the failed attempt's edits
-                ctx.workspace.exec(f"git reset -q --hard {ctx.row['base_commit']} && git clean -fdq",
-                                   workdir=ctx.workdir, check=True)
+                reset_tree(ctx.workspace, ctx.row["base_commit"], ctx.workdir)
             before, t = self._usage_now(ctx), time.monotonic()
             # a retry's harness gets what is left when it starts (its reset and set-up count against it)
             run = self._attempt(ctx, prompt, started + budget if attempt else None)

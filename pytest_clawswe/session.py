@@ -49,6 +49,8 @@ def configure(config: pytest.Config) -> None:
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
         settings.check_resume(config, cfg, benchmark)
+        if run.writes:
+            _ensure_bundle(config, cfg, run.hosts[0])
     config.pluginmanager.register(run, "clawswe-session")
     if run.is_worker:
         run.install_interrupts()
@@ -85,6 +87,9 @@ class RunSession:
         self.stopping = False  # set by the first SIGINT: no item starts after it
         self._worker_pids: list[int] = []
         self._done = 0
+        self._said: set[str] = set()
+        self._not_started: dict[str, int] = {}  # why items were not started -> how many
+        self._last_not_started = ""
 
     # -- start -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -98,10 +103,20 @@ class RunSession:
                 f"so give -n {len(self.hosts)} or more to use them all"), stacklevel=2)
         self._write_run_info()
         self._sweep(include_live=False)  # an earlier, killed attempt of this run
+        from . import provider
+
+        provider.reset(self.cfg.run_dir)  # a streak of an earlier part of the run does not stop this one
         if self.needs_model:
             try:
                 self.gateway_process = _start_gateway(self.cfg, self.hosts, clients)
+                if not self.config.getoption("no_model_check"):
+                    from .model_check import check_model
+
+                    check_model(self.cfg.run_dir / "gateway", self.cfg.model)
             except BaseException:
+                if self.gateway_process is not None:
+                    self.gateway_process.stop()
+                    self.gateway_process = None
                 self._sweep(include_live=True)  # its network: nothing outlives a failed start
                 raise
         self.benchmark.start_run(self.cfg.run_dir)
@@ -136,6 +151,23 @@ class RunSession:
                                     "give a writable folder with --run-dir") from None
 
     # -- what the items use ------------------------------------------------------------------------
+    def why_not_start(self, runner) -> str | None:
+        """Why an item must not start (one sentence): the provider breaker tripped, or --max-cost is reached."""
+        from . import provider
+
+        cfg = self.cfg
+        why = provider.tripped(cfg.run_dir, cfg.provider_breaker)
+        if why:
+            why = f"not started: {why}"
+        elif cfg.max_cost is not None:
+            from .spending import over_max_cost
+
+            why = over_max_cost(cfg.run_dir, runner.item_dir("_").parent, cfg.max_cost, cfg.prices_file)
+        if why and why not in self._said:  # once per process on the terminal; every skipped item carries it
+            self._said.add(why)
+            _progress(why)
+        return why
+
     @property
     def runner(self):
         if self._runner is None:
@@ -185,6 +217,12 @@ class RunSession:
     # -- progress ----------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the run-level files current, so a crash loses nothing already finished."""
+        if report.when == "setup" and report.skipped and isinstance(report.longrepr, tuple):
+            why = str(report.longrepr[2]).removeprefix("Skipped: ")
+            if why.startswith("not started:"):  # the breaker or --max-cost (why_not_start)
+                self._not_started.setdefault(why.split(" (counted")[0], 0)
+                self._not_started[why.split(" (counted")[0]] += 1
+                self._last_not_started = why
         if report.when != "teardown" or not self.writes:
             return
         results = self._rebuild()
@@ -244,6 +282,9 @@ class RunSession:
             from .cache import disk_line
 
             tr.write_line(disk_line(summary["disk"]))
+        if self._not_started:  # one sentence: why the run stopped starting items
+            count = sum(self._not_started.values())
+            tr.write_line(f"{count} item(s) {self._last_not_started}", red=True, bold=True)
 
     def pytest_unconfigure(self) -> None:
         """Close the runner, stop the gateway, and (controller) sweep what the run left in Docker."""
@@ -291,6 +332,41 @@ class RunSession:
         self._sweep()
         _progress(f"stopped at once; `pytest --resume {self.cfg.run_dir}` runs what did not finish")
         os._exit(pytest.ExitCode.INTERRUPTED)
+
+
+def _ensure_bundle(config: pytest.Config, cfg: RunConfig, host) -> None:
+    """The harness's bundle on the run's first engine (the others load it from there): built now, on first use,
+    or with --no-build-bundles one sentence; either way before the run writes anything."""
+    import docker.errors
+
+    from .bundles import BundleBuildError, build_bundle
+    from .harness import get_harness_class
+
+    harness = get_harness_class(cfg.harness_spec)(cfg.model, cfg.harness_options)
+    name, version = getattr(harness, "bundle_name", ""), getattr(harness, "version", None)
+    if not name or not harness.images():
+        return
+    try:
+        client = host.client(timeout=600)
+    except InfraError:
+        return  # no engine: the run's start says so in one sentence
+    missing = []
+    for tag in harness.images():
+        try:
+            client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            missing.append(tag)
+    if not missing:
+        return
+    if config.getoption("no_build_bundles"):
+        raise pytest.UsageError(f"the {name} bundle {missing[0]} is not built; run: clawswe harness build {name} "
+                                f"--version {version} (or drop --no-build-bundles to build it on first use)")
+    _progress(f"building the {name} bundle {missing[0]} on first use (once, a few minutes; later runs reuse it)")
+    try:
+        build_bundle(name, version, client, progress=_progress)
+    except (BundleBuildError, docker.errors.DockerException, OSError) as exc:
+        raise pytest.UsageError(f"building the {name} bundle {missing[0]} failed ({str(exc).splitlines()[0][:300]});"
+                                f" run `clawswe harness build {name} --version {version}` to see why") from None
 
 
 def _signal(pid: int, sig: int) -> None:

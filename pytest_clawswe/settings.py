@@ -28,6 +28,7 @@ RESULT_SETTINGS = {
     "pids_limit": "--pids-limit", "disk_limit": "--disk-limit", "network": "--network",
     "harness_options": "--harness-option", "prices_sha256": "--prices (the file's contents)",
     "retries": "--retries", "purge": "--no-purge", "gateway_shaping": "--gateway-shaping",
+    "grade_provider_failures": "--grade-provider-failures",
 }
 
 
@@ -179,6 +180,7 @@ def run_config(config: pytest.Config) -> RunConfig:
                     retries=_retries(config), purge=not config.getoption("no_purge"),
                     cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config),
                     image_cache=_image_cache(config), registry=_registry(config))
+    _spending(config, cfg)
     check_harness_options(cfg)
     if harness_cls.needs_model and not getattr(config, "workerinput", None):
         from .gateway.upstream import check_upstream
@@ -188,6 +190,27 @@ def run_config(config: pytest.Config) -> RunConfig:
         except ValueError as exc:
             raise _usage(str(exc)) from None
     return cfg
+
+
+def _spending(config: pytest.Config, cfg: RunConfig) -> None:
+    """--max-cost, --max-instance-cost, --provider-breaker, --grade-provider-failures: checked into cfg."""
+    for name, option in (("max_cost", "--max-cost"), ("max_instance_cost", "--max-instance-cost")):
+        value = config.getoption(name)
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise _usage(f"{option} {value:g}: give a positive amount of USD, e.g. {option} 50")
+        setattr(cfg, name, value)
+    breaker = config.getoption("provider_breaker")
+    if breaker < 0:
+        raise _usage(f"--provider-breaker {breaker}: give 0 (never stop) or a number of instances, e.g. 3")
+    cfg.provider_breaker = breaker
+    cfg.grade_provider_failures = bool(config.getoption("grade_provider_failures"))
+    if cfg.max_cost is not None or cfg.max_instance_cost is not None:
+        from .spending import unit_prices
+
+        if unit_prices(cfg.model, cfg.prices_file) is None:
+            option = "--max-cost" if cfg.max_cost is not None else "--max-instance-cost"
+            raise _usage(f"{option} needs the price of {cfg.model}, which is unknown; give it in a --prices file "
+                         "(USD per million tokens) or drop the ceiling")
 
 
 def check_harness_options(cfg: RunConfig) -> None:
@@ -206,7 +229,7 @@ def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
         "network": config.getoption("network"), "harness_options": cfg.harness_options,
         "prices_sha256": cfg.prices_sha256, "retries": cfg.retries, "purge": cfg.purge,
-        "gateway_shaping": cfg.gateway_shaping,
+        "gateway_shaping": cfg.gateway_shaping, "grade_provider_failures": cfg.grade_provider_failures,
     }
 
 

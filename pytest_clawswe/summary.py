@@ -41,6 +41,10 @@ def summarize(results: list[InstanceResult], run_info: dict | None = None) -> di
     outcomes = Counter(r.outcome for r in results)
     usage = sum((r.usage for r in results), Usage())
     known_costs = [r.cost_usd for r in results if r.cost_usd is not None]
+    billed = [r.provider_cost_usd for r in results if r.provider_cost_usd is not None]
+    failed: Counter = Counter()
+    for r in results:
+        failed.update(r.failed_requests)
     unknown_costs = n - len(known_costs)
 
     per_language: dict[str, dict] = {}
@@ -65,6 +69,10 @@ def summarize(results: list[InstanceResult], run_info: dict | None = None) -> di
         "cost_usd": sum(known_costs) if not unknown_costs else None,
         "cost_usd_known": sum(known_costs),
         "cost_unknown_instances": unknown_costs,
+        # what the provider itself billed (OpenRouter's usage.cost), beside our count; None: it said nothing
+        "provider_cost_usd": sum(billed) if billed else None,
+        "provider_cost_instances": len(billed),
+        "failed_requests": dict(sorted(failed.items())),  # provider failures by kind: not turns
         **{name: getattr(usage, name) for name in TOKEN_FIELDS},
         "turns": usage.requests,
         "cache_hit_rate": usage.cache_hit_rate,
@@ -128,6 +136,18 @@ def _cost_text(summary: dict) -> str:
     return fmt_usd(summary["cost_usd"])
 
 
+def _provider_text(summary: dict) -> str:
+    """The provider's own bill and the failed calls, when there are any (older summaries lack the keys)."""
+    parts = []
+    if summary.get("provider_cost_usd") is not None:
+        parts.append(f"provider billed {fmt_usd(summary['provider_cost_usd'])} "
+                     f"({summary.get('provider_cost_instances')} instances)")
+    failed = summary.get("failed_requests") or {}
+    if failed:
+        parts.append("failed calls " + ", ".join(f"{k} {v}" for k, v in failed.items()))
+    return "".join(f" · {p}" for p in parts)
+
+
 def terminal_lines(summary: dict) -> list[str]:
     """The run's totals for pytest's terminal summary."""
     s = summary
@@ -142,7 +162,7 @@ def terminal_lines(summary: dict) -> list[str]:
         f"per language: {langs or '—'}",
         f"cost {_cost_text(s)} · tokens in {fmt_tokens(s['input_tokens'])} out {fmt_tokens(s['output_tokens'])}"
         f" cache read {fmt_tokens(s['cache_read_tokens'])} write {fmt_tokens(s['cache_write_tokens'])}"
-        f" · cache hit {fmt_pct(s['cache_hit_rate'])}",
+        f" · cache hit {fmt_pct(s['cache_hit_rate'])}{_provider_text(s)}",
         f"mean duration {duration} · mean turns {turns}",
     ]
 

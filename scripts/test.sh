@@ -3,15 +3,30 @@
 # Extra arguments go to pytest, e.g. -m "not docker and not harness" for the fast subset, which needs no
 # Docker: the engine is installed and started only when the selected tests need it. Everything runs in the
 # project's own virtual environment (.venv, made and updated by scripts/venv.sh).
+# Two phases: the tests run two at a time (a test file per worker: most of their time is spent waiting on
+# containers), then the few that restart the Docker engine or start a second one run alone (--exclusive).
+# CLAWSWE_TEST_WORKERS sets the first phase's workers (0: one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh test
 probe=$(mktemp)
-trap 'rm -f "$probe"' EXIT
+reports=$(mktemp -d)
+trap 'rm -rf "$probe" "$reports"' EXIT
 # Which tests would run? (collection only; the same arguments)
 CLAWSWE_NEEDS_DOCKER_FILE=$probe PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
   python -m pytest -p needs_docker --collect-only -q "$@" -n 0 >/dev/null || true  # -n 0: collect here
 if [ "$(cat "$probe")" != no ]; then  # yes, or collection failed: let the real run say why
   scripts/docker-up.sh
 fi
-python -m pytest "$@"
+status=0
+python -m pytest -n "${CLAWSWE_TEST_WORKERS:-2}" --dist loadfile "$@" --exclusive exclude \
+  --junitxml "$reports/shared.xml" || status=$?
+alone=0
+python -m pytest "$@" -n 0 --exclusive only --junitxml "$reports/alone.xml" || alone=$?
+# pytest's 5 is "no tests collected": fine for one phase, not for both
+if [ "$status" -eq 5 ] && [ "$alone" -eq 5 ]; then exit 5; fi
+[ "$status" -eq 5 ] && status=0
+[ "$alone" -eq 5 ] && alone=0
+python scripts/junit_total.py "$reports"/*.xml
+[ "$status" -ne 0 ] && exit "$status"
+exit "$alone"

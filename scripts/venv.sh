@@ -20,8 +20,8 @@ for _clawswe_x in ${_clawswe_extras//,/ }; do
 done
 if [ -n "$_clawswe_missing" ]; then
   echo "[venv] installing pytest-clawswe[$_clawswe_extras] into $VIRTUAL_ENV" >&2
-  "$VIRTUAL_ENV/bin/python" -m pip install -q --upgrade pip
-  "$VIRTUAL_ENV/bin/python" -m pip install -q -e "$_clawswe_root[$_clawswe_extras]"
+  "$VIRTUAL_ENV/bin/python" -m pip install -qq --upgrade pip
+  "$VIRTUAL_ENV/bin/python" -m pip install -qq -e "$_clawswe_root[$_clawswe_extras]"
   for _clawswe_x in ${_clawswe_extras//,/ }; do echo "$_clawswe_hash $_clawswe_x" >> "$_clawswe_stamp"; done
 fi
 export PATH="$VIRTUAL_ENV/bin:$PATH"

@@ -5,6 +5,30 @@ from pytest_clawswe.paths import DEMO_TASK_REPO
 pytest_plugins = ["pytester"]
 
 
+def pytest_addoption(parser):
+    parser.addoption("--exclusive", choices=("include", "exclude", "only"), default="include",
+                     help="tests marked exclusive (they restart the Docker engine or start a second one, so they "
+                          "must run alone): include them (default), leave them out, or run only them. "
+                          "scripts/test.sh runs the rest two at a time, then these alone.")
+
+
+def is_exclusive(item) -> bool:
+    """Marked so, or it uses the second Docker engine (tests/second_engine.py)."""
+    return item.get_closest_marker("exclusive") is not None or "second_engine" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config, items):
+    phase = config.getoption("--exclusive")
+    if phase == "include":
+        return
+    keep, dropped = [], []
+    for item in items:
+        (keep if is_exclusive(item) == (phase == "only") else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session")
 def docker_client():
     from pytest_clawswe.workspace import InfraError, docker_client
@@ -35,9 +59,3 @@ def python_demo(demo_instances, demo_images):
     """The demo instance of the Python group (the quickest to grade)."""
     return next(i for i in demo_instances if i.language == "Python")
 
-
-def pytest_collection_modifyitems(config, items):
-    """Every test on the second engine is marked two_engines, so they can run apart (-m two_engines)."""
-    for item in items:
-        if "second_engine" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.two_engines)

@@ -1,6 +1,7 @@
 """A provider stand-in on 127.0.0.1 for the gateway tests: it records every request it receives
 (path, headers, JSON body) and answers with what the test's `answer(path, body)` returns:
-(status, content_type, bytes) or a list of SSE events (bytes) to stream."""
+(status, content_type, bytes[, extra headers]) or a list of SSE events (bytes) to stream, each written and
+flushed on its own (so one event may be sent in pieces), optionally as (events, extra headers)."""
 from __future__ import annotations
 
 import asyncio
@@ -21,17 +22,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                                  "body": body})
         answer = self.server.answer(self.path, body, self.headers)
+        extra: dict = {}
+        if isinstance(answer, tuple) and len(answer) == 2:
+            answer, extra = answer
         if isinstance(answer, list):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
+            for name, value in extra.items():
+                self.send_header(name, value)
             self.end_headers()
             for event in answer:
                 self.wfile.write(event)
                 self.wfile.flush()
             return
-        status, ctype, data = answer
+        status, ctype, data, *more = answer  # (status, content type, bytes[, headers])
         self.send_response(status)
         self.send_header("Content-Type", ctype)
+        for name, value in (more[0] if more else {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

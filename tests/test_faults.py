@@ -13,7 +13,7 @@ import pytest
 
 from pytest_clawswe.workspace import LABEL_RUN
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.exclusive]  # it restarts the Docker engine
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fake_harnesses.py"
 

@@ -706,7 +706,9 @@ def test_no_key_or_token_in_any_gateway_file(tmp_path, stub, monkeypatch):
                 assert send(tokens[-1], body)[0] == (401 if "echo" in model else 200)
         client.unregister(tokens[0])
         assert send(tokens[0])[0] == 401
-        assert sum(client.usage(t).requests for t in tokens) == 6
+        # the provider's two 401s are recorded, but as failed calls, not model turns (issue 22)
+        assert sum(client.usage(t).requests for t in tokens) == 4
+        assert [r.get("failure") for r in client.requests(tokens[2])] == ["auth", "auth"]
     files = [p for p in (tmp_path / "gw").rglob("*") if p.is_file()]
     names = {re.sub(r"@w\d+(?=\.jsonl$)", "", p.name) for p in files}  # any worker's ledger file
     assert names >= {"gateway.log", "leak__gold.jsonl", "leak__fwd.jsonl", "leak__echo.jsonl"}

@@ -37,9 +37,38 @@ def _answer(path, body, headers):
         bare = base64.b64encode(KEY.encode()).decode()
         return [sse({"choices": [{"index": 0, "delta": {"content": f"token {bare}"}}]}),
                 sse({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}), sse("[DONE]")]
+    if model in FORMS_ANSWERS:
+        return FORMS_ANSWERS[model]()
     if path.endswith("/messages/count_tokens"):
         return 200, "application/json", b'{"input_tokens": 12}'
     return 200, "application/json", json.dumps(chat_answer(model)).encode()
+
+
+def _escaped(text: str, every: int = 2) -> str:
+    """`text` as JSON may spell it: every other character as a \\uXXXX escape."""
+    return "".join(f"\\u{ord(c):04x}" if i % every == 0 else c for i, c in enumerate(text))
+
+
+def _split(event: bytes, at: bytes) -> list[bytes]:
+    """One SSE event sent as two writes, cut in the middle of `at`."""
+    cut = event.index(at) + len(at) // 2
+    return [event[:cut], event[cut:]]
+
+
+ECHO_HEADERS = {"X-Echo-Key-Upper": KEY.upper(), "X-Echo-Key": KEY, "X-Provider-Debug": "harmless",
+                "X-Request-Id": "req-123", "Retry-After": "7", "X-Ratelimit-Remaining-Requests": "99"}
+_USAGE = {"prompt_tokens": 5, "completion_tokens": 1}
+FORMS_ANSWERS = {  # issue 26 case 1: a provider that echoes the key in the forms redaction used to miss
+    "echo-forms": lambda: (200, "application/json", json.dumps(chat_answer("m", content="K")).replace(
+        '"K"', f'"{_escaped(KEY)} and {KEY.upper()} and {_escaped(KEY.upper(), 3)}"').encode(), ECHO_HEADERS),
+    "echo-forms-error": lambda: (401, "application/json", ('{"error": {"message": "bad key %s"}}'
+                                                           % _escaped(KEY.swapcase())).encode(), ECHO_HEADERS),
+    "echo-forms-stream": lambda: ([
+        *_split(sse({"choices": [{"index": 0, "delta": {"content": "key " + _escaped(KEY) + " ok"}}]}).replace(
+            b"\\\\", b"\\"), b"\\u00"),
+        *_split(sse({"choices": [{"index": 0, "delta": {"content": "KEY " + KEY.upper()}}]}), KEY.upper()[:20].encode()),
+        sse({"choices": [], "usage": _USAGE}), sse("[DONE]")], ECHO_HEADERS),
+}
 
 
 @pytest.fixture(scope="module")
@@ -222,3 +251,61 @@ def test_the_key_is_redacted_in_its_escaped_and_base64_forms(gateway, model):
     for form in key_forms(KEY):
         assert form.decode() not in text
     assert KEY not in text.replace("\\/", "/") and KEY not in _decoded_b64_words(text)
+
+
+def _request(gw, path, body, token, headers=None):
+    """(status, response headers, body text) of one request."""
+    host, port = _hostport(gw)
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    conn.request("POST", path, json.dumps(body).encode(),
+                 {"Authorization": f"Bearer {token}", "Content-Type": "application/json", **(headers or {})})
+    resp = conn.getresponse()
+    text = resp.read().decode(errors="replace")
+    conn.close()
+    return resp.status, resp.getheaders(), text
+
+
+def _unescaped(text: str) -> str:
+    """The text with every JSON \\uXXXX escape decoded, lower-cased: what an agent would read."""
+    import re
+
+    return re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text).lower()
+
+
+@pytest.mark.parametrize("model", ["echo-forms", "echo-forms-error", "echo-forms-stream"])
+def test_the_key_is_redacted_upper_cased_escaped_and_in_headers(gateway, model):
+    """Issue 26 case 1. Today the upper-cased key in a response header and the \\u-escaped key in the body
+    (streamed, or split across chunks) reach the container."""
+    token = gateway.client().register(f"forms__{model}", f"stub/{model}")
+    stream = model.endswith("stream")
+    status, headers, text = _request(gateway, "/v1/chat/completions", {"model": "m", "stream": stream, **CHAT}, token)
+    assert status == (401 if model.endswith("error") else 200)
+    seen = "\n".join(f"{k}: {v}" for k, v in headers) + "\n" + text
+    assert KEY.lower() not in _unescaped(seen), seen
+    assert "[redacted]" in text
+    names = {k.lower() for k, _ in headers}
+    # only what a client needs of the provider's headers comes through
+    assert {"x-echo-key-upper", "x-echo-key", "x-provider-debug"}.isdisjoint(names), names
+    assert {"x-request-id", "retry-after", "x-ratelimit-remaining-requests"} <= names, names
+
+
+# ---------------------------------------------------------------------------------- issue 26 case 4
+def test_a_request_with_a_huge_header_is_one_line_in_the_log(gateway):
+    """Today a 100 KB header puts a 9-line aiohttp traceback into gateway.log at ERROR."""
+    import socket
+
+    log = Path(gateway.state_dir) / "gateway.log"
+    before = len(log.read_text().splitlines())
+    host, port = _hostport(gateway)
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000
+                     + b"\r\nContent-Length: 2\r\n\r\n{}")
+        answer = sock.recv(65536)
+    assert answer.split(b" ")[1].startswith(b"4"), answer[:200]
+    import time
+
+    time.sleep(0.5)  # the log line is written after the answer
+    new = log.read_text().splitlines()[before:]
+    assert len(new) == 1, new
+    assert "Traceback" not in new[0] and "ERROR" not in new[0], new
+    assert "bad request" in new[0].lower(), new

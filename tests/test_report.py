@@ -218,6 +218,18 @@ def test_html_shows_harness_reported_usage_beside_the_gateway(tmp_path):
     assert "input_tokens 12.3k · cost_usd 0.25" in (tmp_path / "report" / "index.html").read_text()
 
 
+def test_numbers_in_the_html_are_formatted_for_people(tmp_path):
+    """Issue 25 item 6: the report printed `cost_usd 0.10702800000000001`."""
+    run_dir = make_run(tmp_path, "r", "zeroclaw", {0})
+    meta_path = next((run_dir / "instances").glob("*/metadata.json"))
+    meta = json.loads(meta_path.read_text())
+    write_atomic(meta_path, json.dumps({**meta, "harness_usage": {"cost_usd": 0.10702800000000001, "turns": 7}}))
+    report_cli(str(run_dir), "--out", str(tmp_path / "report"))
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "cost_usd 0.107 · turns 7" in page
+    assert not re.search(r"\d\.\d{9,}", page), re.search(r".{40}\d\.\d{9,}.{20}", page)
+
+
 def test_unknown_cost_is_shown_as_unknown_and_left_off_the_plot(tmp_path, two_runs):
     unpriced = make_run(tmp_path, "run-nanobot", "nanobot", {1}, cost=lambda i: None if i == 2 else 0.1)
     runs = load_runs([*two_runs, unpriced])

@@ -367,6 +367,21 @@ def test_html_report_of_a_real_run_has_categories_tasks_and_the_paper(tmp_path):
     assert "<h2 id=\"s4\">Errors</h2><p class=\"note\">(none)</p>" in page
 
 
+def test_a_report_of_both_benchmarks_at_once_is_refused_not_cut_to_one(tmp_path, capsys):
+    """Given a WildClawBench run and a Claw-SWE-Bench run, the report used to show the WildClawBench one alone."""
+    from pytest_clawswe.cli import main
+
+    wild = copy_real_run(tmp_path)
+    swe = tmp_path / "runs" / "swe-run"
+    swe.mkdir()
+    (swe / "run.json").write_text(json.dumps({"run_id": "swe-run", "benchmark": "claw-swe-bench"}))
+    for given in ([str(wild), str(swe)], [str(tmp_path / "runs")]):
+        assert main(["report", *given, "--out", str(tmp_path / "out")]) == 2
+        said = capsys.readouterr().err
+        assert "runs of one benchmark per call" in said and "swe-run is a Claw-SWE-Bench run" in said, said
+        assert not (tmp_path / "out").exists()
+
+
 def test_task_controlled_text_is_escaped_and_an_error_is_not_a_score(tmp_path):
     from pytest_clawswe.cli import main
 

@@ -94,15 +94,18 @@ class GatewayClient:
         return int(self._call("/_admin/health").get("workers") or 1)
 
     def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
-                 harness: str = "", shaping: str | list[str] | None = None, relay: str = "") -> str:
+                 harness: str = "", shaping: str | list[str] | None = None, relay: str = "",
+                 ceiling: dict | None = None) -> str:
         """A token for one run of one instance. `scripted` (for scripted/* models):
         {"mode": "gold"|"noop", "gold_patch": str, "workdir": "/testbed", "finish_command": str|None}.
         `address`: the token works from this client address only (the container's, on the run network).
         `harness`, `shaping`: which model-side shaping applies (gateway/shaping.py; None: the defaults).
         `relay`: the engine whose relay the token is used through (relay.py; "": directly).
+        `ceiling`: {"usd": limit, "prices": USD per token of input, output, cache read, cache write}: past it
+        the gateway refuses the instance's calls (--max-instance-cost).
         Raises ValueError for a model the gateway can't serve (e.g. its key is not set)."""
         body = {"instance_id": instance_id, "model": model, "scripted": scripted, "address": address,
-                "harness": harness, "shaping": shaping, "relay": relay}
+                "harness": harness, "shaping": shaping, "relay": relay, "ceiling": ceiling}
         return self._call("/_admin/register", body)["token"]
 
     def add_relay(self, engine: str) -> str:

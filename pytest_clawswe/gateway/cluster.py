@@ -270,8 +270,8 @@ class Follower:
                         reg.active = False
                 elif op == "flush":
                     reg = registry.lookup(data["token"])
-                    if reg is not None and reg.pending:
-                        await asyncio.gather(*list(reg.pending), return_exceptions=True)
+                    if reg is not None:
+                        await registry.settled(reg)
                 elif op == "remember":
                     reg = registry.lookup(data["token"])
                     for key, text in (data["entries"] if reg is not None else []):

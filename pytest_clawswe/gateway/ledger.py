@@ -70,8 +70,24 @@ def make_record(instance_id: str, attempt: int, protocol: str, stream: bool, mod
 
 def is_turn(record: dict) -> bool:
     """A request the model answered (or began to answer). One the gateway could not deliver (its
-    own 502: provider unreachable, no key) or that failed inside the gateway is no agent turn."""
-    return int(record.get("status") or 0) < 500
+    own 502: provider unreachable, no key), that failed inside the gateway, or that the provider failed
+    (a `failure` kind: 401/402/429..., an error event; counted apart, see failed_requests) is no agent turn."""
+    return int(record.get("status") or 0) < 500 and not record.get("failure")
+
+
+def failed_requests(records) -> dict[str, int]:
+    """Requests the provider failed (or the ceiling refused), by kind: counted apart from the turns."""
+    counts: dict[str, int] = {}
+    for r in records:
+        if r.get("failure"):
+            counts[r["failure"]] = counts.get(r["failure"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def provider_cost(records) -> float | None:
+    """The sum of what the provider itself said the requests cost (OpenRouter), None when it said nothing."""
+    costs = [float(r["provider_cost_usd"]) for r in records if isinstance(r.get("provider_cost_usd"), (int, float))]
+    return sum(costs) if costs else None
 
 
 def usage_of(records) -> Usage:

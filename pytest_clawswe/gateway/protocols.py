@@ -144,6 +144,8 @@ class StreamUsage:
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol
         self.usage: Usage | None = None
+        self.failure = None  # failures.Failure of an error event, set by the relay
+        self.provider_cost: float | None = None  # what the provider says the answer cost (OpenRouter)
 
     def feed(self, event: sse.Event) -> None:
         if not event.mentions(b'"usage"'):  # most events carry no usage: not worth parsing
@@ -153,6 +155,9 @@ class StreamUsage:
             found = self.protocol.usage_from_event(data)
             if found is not None:
                 self.usage = found
+                cost = (data.get("usage") or {}).get("cost") if isinstance(data.get("usage"), dict) else None
+                if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                    self.provider_cost = float(cost)
 
 
 # --------------------------------------------------------------------------- chat completions
@@ -234,9 +239,12 @@ class ChatCompletions(Protocol):
         if not isinstance(usage, dict):
             return None
         details = usage.get("prompt_tokens_details") or {}
-        # some OpenAI-compatible servers report Anthropic-style cache fields at the top level
-        cached = details.get("cached_tokens") or usage.get("cache_read_input_tokens")
-        written = details.get("cache_write_tokens") or usage.get("cache_creation_input_tokens")
+        # OpenAI/OpenRouter: prompt_tokens_details; DeepSeek: prompt_cache_hit_tokens; DashScope's explicit
+        # cache: prompt_tokens_details.cache_creation_input_tokens; Anthropic-style names at the top level
+        cached = (details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens")
+                  or usage.get("cache_read_input_tokens"))
+        written = (details.get("cache_write_tokens") or details.get("cache_creation_input_tokens")
+                   or usage.get("cache_creation_input_tokens"))
         return _openai_style_usage(usage.get("prompt_tokens"), cached, written, usage.get("completion_tokens"))
 
     usage_from_event = usage_from_body
@@ -477,6 +485,9 @@ class AnthropicStreamUsage(StreamUsage):
         else:
             return
         self.usage = self.protocol.usage_from_body({"usage": self._fields})
+        cost = self._fields.get("cost")  # a provider that bills in its answer (OpenRouter)
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            self.provider_cost = float(cost)
 
 
 CHAT, RESPONSES, MESSAGES = ChatCompletions(), Responses(), Messages()

@@ -37,7 +37,9 @@ class Registration:
     active: bool = True
     usage: Usage = field(default_factory=Usage)  # the records themselves are on disk only
     pending: set = field(default_factory=set)  # ledger writes under way
+    answering: set = field(default_factory=set)  # requests being answered (their records not yet queued)
     spec: dict = field(default_factory=dict)  # what registered it: how the other worker processes build it
+    ceiling: dict | None = None  # {"usd": limit, "prices": USD per token (USAGE_FIELDS order)}: --max-instance-cost
 
 
 def _key(token: str) -> bytes:
@@ -65,7 +67,8 @@ class Registry:
         self._lock = threading.Lock()
 
     def register(self, instance_id: str, model: str, scripted: dict | None = None, address: str = "",
-                 harness: str = "", shaping: str | list[str] | None = None, relay: str = "") -> Registration:
+                 harness: str = "", shaping: str | list[str] | None = None, relay: str = "",
+                 ceiling: dict | None = None) -> Registration:
         """A new token for one run of one instance, usable only from `address` when one is given
         (the container's address on the run network), and only through `relay` (an engine's relay, relay.py)
         when one is given, else only directly. Raises ValueError for what it can't serve."""
@@ -73,6 +76,7 @@ class Registry:
             raise ValueError("register needs an instance_id")
         reg = self._build(TOKEN_PREFIX + secrets.token_urlsafe(24), instance_id, model, scripted, address, harness,
                           shaping, relay)
+        reg.ceiling = _ceiling(ceiling)
         with self._lock:
             earlier = self._attempts.get(instance_id)
             if earlier is None:  # a resumed run: continue the numbering found on disk
@@ -82,7 +86,7 @@ class Registry:
             self._by_key[_key(reg.token)] = reg
         reg.spec = {"token": reg.token, "instance_id": instance_id, "model": model, "scripted": scripted,
                     "address": address, "harness": harness, "shaping": shaping, "attempt": reg.attempt,
-                    "relay": relay}
+                    "relay": relay, "ceiling": reg.ceiling}
         return reg
 
     def _build(self, token, instance_id, model, scripted, address, harness, shaping, relay="") -> Registration:
@@ -107,6 +111,7 @@ class Registry:
                               spec.get("address") or "", spec.get("harness") or "", spec.get("shaping"),
                               spec.get("relay") or "")
             reg.attempt, reg.spec = spec["attempt"], spec
+            reg.ceiling = _ceiling(spec.get("ceiling"))
             with self._lock:
                 self._by_key[_key(reg.token)] = reg
         reg.active = reg.active and active
@@ -153,14 +158,36 @@ class Registry:
         """record_nowait, returning once the record is on disk."""
         await asyncio.shield(self.record_nowait(reg, record))
 
+    @staticmethod
+    def answering(reg: Registration) -> asyncio.Future:
+        """A request of `reg` is being answered: its record is not written yet, so a read of the usage waits
+        for it (the harness may have seen the answer's last byte, and been stopped, before the record)."""
+        done = asyncio.get_running_loop().create_future()
+        reg.answering.add(done)
+        done.add_done_callback(reg.answering.discard)
+        return done
+
+    @staticmethod
+    async def settled(reg: Registration) -> None:
+        """Wait for the requests under way and their ledger writes (bounded: a request whose client is gone
+        ends within moments; one still streaming to a live agent is not waited for past SETTLE_S)."""
+        if reg.answering:
+            await asyncio.wait(list(reg.answering), timeout=SETTLE_S)
+        if reg.pending:
+            await asyncio.gather(*list(reg.pending), return_exceptions=True)
+
     async def records(self, reg: Registration) -> list[dict]:
-        """The records of this registration, read from disk once every pending write is there."""
+        """The records of this registration, read from disk once every pending write is there (not waiting
+        for requests still being answered: see settled)."""
         if reg.pending:
             await asyncio.gather(*list(reg.pending), return_exceptions=True)
         return await asyncio.to_thread(ledger.read_records, self.state_dir, reg.instance_id, reg.attempt)
 
     def close(self) -> None:
         self.ledger.close()
+
+
+SETTLE_S = 10.0
 
 
 def _report(commit: asyncio.Future) -> None:
@@ -175,3 +202,15 @@ def _normal(remote: str | None) -> str:
         return ""
     mapped = getattr(addr, "ipv4_mapped", None)  # ::ffff:172.18.0.3 on a dual-stack socket
     return str(mapped or addr)
+
+
+def _ceiling(value) -> dict | None:
+    if not value:
+        return None
+    try:
+        usd, prices = float(value["usd"]), [float(p) for p in value.get("prices") or [0, 0, 0, 0]]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("register: ceiling must be {\"usd\": number, \"prices\": [4 numbers]}") from None
+    if len(prices) != 4 or usd <= 0:
+        raise ValueError("register: ceiling needs a positive usd and 4 prices per token")
+    return {"usd": usd, "prices": prices}

@@ -68,6 +68,8 @@ class RunGateway:
         self.shaping = shaping
         self.client = GatewayClient.from_state_dir(self.state_dir)
         self.tokens: dict[str, str] = {}
+        self.records: dict[str, list[dict]] = {}  # an ended instance's ledger lines (its last attempt)
+        self.ceiling: dict | None = None  # {"usd", "prices"}: --max-instance-cost, told to the gateway
         # agents on another machine's engine reach the gateway through that engine's relay (relay.py)
         self.relay, self._relay_url = "", ""
         if engine:
@@ -92,7 +94,8 @@ class RunGateway:
             scripted = {"mode": self.model[len(SCRIPTED_PREFIX):], "gold_patch": row.get("patch", ""),
                         "workdir": workdir}
         token = self.client.register(instance_id, self.model, scripted=scripted, address=address,
-                                     harness=self.harness, shaping=self.shaping, relay=self.relay)
+                                     harness=self.harness, shaping=self.shaping, relay=self.relay,
+                                     ceiling=self.ceiling)
         self.tokens[instance_id] = token
         return self.url, token
 
@@ -104,6 +107,7 @@ class RunGateway:
         with _unreachable_is_infra():
             usage = self.client.usage(token)
             self.client.unregister(token)
+            self.records[instance_id] = self.client.requests(token)  # after the revoke: nothing comes after
         return usage
 
 

@@ -21,7 +21,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from . import fastjson, redact, shaping, sse
+from . import ceiling, failures, fastjson, redact, shaping, sse
 from .client import STATE_FILE
 from .conversation import remember
 from .ledger import bounded, make_record, usage_of
@@ -47,8 +47,11 @@ _DROP_REQUEST = {"host", "content-length", "authorization", "x-api-key", "api-ke
                  "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "accept-encoding", "cookie",
                  "content-encoding",  # the body is re-encoded as plain JSON
                  "x-clawswe-relay", "x-clawswe-agent"}  # a relay's secret and the address it saw (relay.py)
-_DROP_RESPONSE = {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
-                  "set-cookie", "server", "date"}
+# the provider's response headers a client needs, and no others: what it reads to parse the answer, to
+# back off (the SDKs' retry logic), to quote in a bug report, and the rate-limit figures (prefixes)
+FORWARD_RESPONSE = frozenset({"content-type", "cache-control", "retry-after", "retry-after-ms", "x-should-retry",
+                              "x-request-id", "request-id"})
+FORWARD_RESPONSE_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 RELAY_SECRET_HEADER = "X-Clawswe-Relay"  # as pytest_clawswe/relay.py's relay sets them
 RELAY_AGENT_HEADER = "X-Clawswe-Agent"
 CLIENT_GONE = 499  # status recorded when the harness hung up before the answer was complete
@@ -221,36 +224,47 @@ class Gateway:
             return parsed
         raw, body = parsed
         result = None  # (response, status, usage, error); the 500 is built only when needed
+        answered = self.registry.answering(reg)
         try:
-            if reg.scripted is not None:
+            if reg.ceiling and ceiling.reached(await self.registry.records(reg), reg.ceiling):
+                request["clawswe_failure"] = failures.Failure(failures.COST_LIMIT, ceiling.refusal(reg.ceiling))
+                result = (_error(protocol, 400, ceiling.refusal(reg.ceiling), "invalid_request_error"), 400, None,
+                          "cost limit")
+            elif reg.scripted is not None:
                 result = await self._scripted(request, protocol, reg, body, len(raw))
             else:
                 result = await self._forward(request, protocol, reg, body)
         except Exception:  # a bug must not take the gateway down; the harness sees a 500
             log.exception("request of %s failed", reg.instance_id)
         finally:
-            if result is None:
-                result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None,
-                          "internal")
-            response, status, usage, error = result
-            await self._share(reg)
-            record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
-                                 status, time.monotonic() - started, usage,
-                                 requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error)
-            if response.prepared:  # a stream, over already: its line is synced right after, the
-                self.registry.record_nowait(reg, record)  # connection's next request need not wait for it
-            else:  # a plain answer goes out once its line is on disk
-                await self.registry.record(reg, record)
             try:
-                remember(self.registry.state_dir, reg, protocol, body, response)
-            except Exception:  # the transcript record must never cost the agent its answer
-                log.exception("could not record the conversation of %s", reg.instance_id)
-            # every request is in the ledger; the log has the ones that did not go well (DEBUG: all)
-            log.log(logging.DEBUG if status < 400 else logging.INFO,
-                    "%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
-                    reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
-                    record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
-                    record["cache_write_tokens"], f" error={error}" if error else "")
+                if result is None:
+                    result = (_error(protocol, 500, "The gateway failed on this request.", "api_error"), 500, None,
+                              "internal")
+                response, status, usage, error = result
+                await self._share(reg)
+                failure = request.get("clawswe_failure") or failures.gateway_failure(status, error)
+                record = make_record(reg.instance_id, reg.attempt, protocol.name, body.get("stream") is True, reg.model,
+                                     status, time.monotonic() - started, usage,
+                                     requested_model=str(body.get("model") or ""), request_bytes=len(raw), error=error,
+                                     failure=failure.kind if failure else None, reason=failure.reason if failure else None,
+                                     provider_cost_usd=request.get("clawswe_provider_cost"))
+                if response.prepared:  # a stream, over already: its line is synced right after, the
+                    self.registry.record_nowait(reg, record)  # connection's next request need not wait for it
+                else:  # a plain answer goes out once its line is on disk
+                    await self.registry.record(reg, record)
+                try:
+                    remember(self.registry.state_dir, reg, protocol, body, response)
+                except Exception:  # the transcript record must never cost the agent its answer
+                    log.exception("could not record the conversation of %s", reg.instance_id)
+                # every request is in the ledger; the log has the ones that did not go well (DEBUG: all)
+                log.log(logging.DEBUG if status < 400 else logging.INFO,
+                        "%s #%d %s stream=%s %s %.2fs in=%d out=%d cache_read=%d cache_write=%d%s",
+                        reg.instance_id, reg.attempt, protocol.name, record["stream"], status, record["latency_s"],
+                        record["input_tokens"], record["output_tokens"], record["cache_read_tokens"],
+                        record["cache_write_tokens"], f" error={error}" if error else "")
+            finally:  # its record is queued (or it failed): a read of the usage need not wait any more
+                answered.set_result(None)
         return response
 
     async def _scripted(self, request, protocol, reg, body, size):
@@ -302,11 +316,10 @@ class Gateway:
         if request.query_string:
             url += "?" + request.query_string
         headers = _upstream_headers(request, up)
-        forms = redact.key_forms(key)
+        forms = redact.for_key(key)
         try:
             async with self.http.post(url, data=fastjson.dumps(body), headers=headers) as upstream:
-                out_headers = CIMultiDict((k, v) for k, v in upstream.headers.items()
-                                          if k.lower() not in _DROP_RESPONSE and not redact.contains(v, forms))
+                out_headers = _response_headers(upstream.headers, forms)
                 if rebuild and upstream.status < 400:
                     data = await upstream.read()
                     return self._rebuilt(protocol, wire, data, wants_stream, reg, request, forms)
@@ -327,6 +340,7 @@ class Gateway:
         except (ValueError, KeyError, IndexError, TypeError):
             message = None
         if not isinstance(message, dict):
+            request["clawswe_failure"] = failures.of_answer(200, forms.scrub(data))  # an error in a 200
             return (_error(protocol, 502, "The provider's answer could not be read.", "api_error"), 502, None,
                     "unreadable upstream answer")
         reg.shaping.remember(message)
@@ -337,12 +351,12 @@ class Gateway:
         model = bounded(str(obj.get("model") or reg.upstream_model))
         if wants_stream:
             body = {"stream_options": {"include_usage": True}} if protocol is CHAT else {}
-            events = [redact.scrub(e, forms) for e in protocol.render_stream(reply, usage or _zero(), model, body)]
+            events = [forms.scrub(e) for e in protocol.render_stream(reply, usage or _zero(), model, body)]
             response = web.Response(status=200, body=b"".join(events),
                                     headers={"Content-Type": "text/event-stream; charset=utf-8"})
         else:
             rendered = json.dumps(protocol.render(reply, usage or _zero(), model, {})).encode()
-            response = web.Response(status=200, body=redact.scrub(rendered, forms),
+            response = web.Response(status=200, body=forms.scrub(rendered),
                                     headers={"Content-Type": "application/json"})
         return response, 200, usage, None if usage else "no usage in the answer"
 
@@ -358,21 +372,24 @@ class Gateway:
             log.exception("could not share the reasoning memory of %s", reg.instance_id)
 
     async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
-                     forms: list[bytes], shape=None, collector=None, share=None, drain=None):
+                     forms, shape=None, collector=None, share=None, drain=None):
         """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
 
         def scrub(data: bytes) -> bytes:  # a provider error may echo the key: it must not reach a container
-            return redact.scrub(data, forms) if forms else data
+            return forms.scrub(data) if forms else data
 
         headers = CIMultiDict(headers)
         is_stream = headers.get("Content-Type", "").startswith("text/event-stream")
         if not is_stream:
             data = b"".join([c async for c in chunks])
             usage, error = None, None
+            if forms:  # the scripted model's answers are never failures
+                request["clawswe_failure"] = failures.of_answer(status, scrub(data))
             try:
                 obj = fastjson.loads(data)
                 if isinstance(obj, dict) and status < 400:
                     usage = protocol.usage_from_body(obj)
+                    request["clawswe_provider_cost"] = _provider_cost(obj)
                     if shape is not None and protocol is CHAT:
                         for choice in obj.get("choices") or []:
                             shape.remember((choice or {}).get("message"))
@@ -410,6 +427,9 @@ class Gateway:
                 log.warning("could not read usage from the rest of a %s answer", protocol.name)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             error = f"upstream stream broke: {type(exc).__name__}"
+        if reader.failure is not None:
+            request["clawswe_failure"] = reader.failure
+        request["clawswe_provider_cost"] = reader.provider_cost
         return response, status, reader.usage, error
 
     @staticmethod
@@ -417,11 +437,14 @@ class Gateway:
                            share=None) -> None:
         out = []
         for raw in raws:
-            if collector is None and b'"usage"' not in raw:  # read only for its usage: the rest passes unread
+            # read only for its usage or an error: the rest passes unread
+            if collector is None and b'"usage"' not in raw and b'error' not in raw:
                 out.append(raw)
                 continue
             event = sse.Event(raw)
             try:
+                if b'error' in raw:  # an error event, or a chunk carrying an error object (mid-stream failure)
+                    reader.failure = failures.of_event(event.json()) or reader.failure
                 reader.feed(event)
                 if collector is not None:
                     collector.feed(event.json())
@@ -457,7 +480,7 @@ class Gateway:
         try:
             body = {**body, "model": reg.upstream_model}
             async with self.http.post(up.base_url + "/messages/count_tokens", json=body, headers=headers) as resp:
-                data = redact.scrub(await resp.read(), redact.key_forms(up.key()))
+                data = redact.for_key(up.key()).scrub(await resp.read())
                 return web.Response(status=resp.status, body=data, content_type="application/json")
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             return _error(MESSAGES, 502, f"Token counting failed ({type(exc).__name__}).", "api_error")
@@ -517,7 +540,7 @@ class Gateway:
             reg = self.registry.register(str(body.get("instance_id") or ""), str(body.get("model") or ""),
                                          body.get("scripted"), address=str(body.get("address") or ""),
                                          harness=str(body.get("harness") or ""), shaping=body.get("shaping"),
-                                         relay=str(body.get("relay") or ""))
+                                         relay=str(body.get("relay") or ""), ceiling=body.get("ceiling"))
         except ValueError as exc:
             return _json(400, {"error": str(exc)})
         if self.leader is not None:  # every worker knows the token before anyone can use it
@@ -529,6 +552,7 @@ class Gateway:
         if self.follower is not None:
             return await self.follower.admin(request)
         reg = await self._admin_registration(request)
+        await self.registry.settled(reg)  # a request whose answer just went out is counted too
         usage = reg.usage
         if self.leader is not None:  # counted by several processes: the fsynced files have it all
             await self.leader.broadcast({"op": "flush", "token": reg.token})
@@ -540,6 +564,7 @@ class Gateway:
         if self.follower is not None:
             return await self.follower.admin(request)
         reg = await self._admin_registration(request)
+        await self.registry.settled(reg)
         if self.leader is not None:
             await self.leader.broadcast({"op": "flush", "token": reg.token})
         return _json(200, {"requests": await self.registry.records(reg)})
@@ -581,6 +606,46 @@ class Gateway:
 
 class _ClientGone(Exception):
     pass
+
+
+def _response_headers(headers, forms) -> CIMultiDict:
+    """The allow-listed headers of a provider's answer; one that holds the key in any form is dropped."""
+    out: CIMultiDict = CIMultiDict()
+    for name, value in headers.items():
+        lower = name.lower()
+        if (lower in FORWARD_RESPONSE or lower.startswith(FORWARD_RESPONSE_PREFIXES)) and not forms.found_in(value):
+            out.add(name, value)
+    return out
+
+
+class _OneLineBadRequests(logging.Filter):
+    """aiohttp logs a request it cannot parse (a 100 KB header, bytes that are not HTTP) as an ERROR with its
+    traceback; it is the client's mistake, not the gateway's: one INFO line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            reason = " ".join(str(exc.message or type(exc).__name__).split())[:200]
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg, record.args = "bad request from %s: %d %s", (remote, exc.code, reason)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_bad_requests() -> None:
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _OneLineBadRequests) for f in server_log.filters):
+        server_log.addFilter(_OneLineBadRequests())
+
+
+def _provider_cost(obj: dict) -> float | None:
+    """What the provider says the call cost (OpenRouter's usage.cost, in USD credits), else None."""
+    usage = obj.get("usage") if isinstance(obj, dict) else None
+    cost = usage.get("cost") if isinstance(usage, dict) else None
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
 def _refuse(response: web.Response) -> web.Response:
@@ -628,6 +693,7 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     upstreams = list(upstreams)
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
+    quiet_bad_requests()
     if workers > 1 and not cluster.can_share_port():
         log.warning("this system cannot share a port between processes: one gateway worker")
         workers = 1
@@ -689,6 +755,7 @@ async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -
     from .upstream import upstreams_from_json
 
     state_dir = Path(state_dir)
+    quiet_bad_requests()
     gateway = Gateway(state_dir, upstreams_from_json(settings["upstreams_json"]), settings["admin_token"],
                       worker=index)
     gateway.registry.shared = True

@@ -127,13 +127,28 @@ def _frontier_text(points: list[plots.Point], with_post_paper: bool = False) -> 
     return "; ".join(config_label(p.harness, p.model) for p in plots.frontier(points, with_post_paper)) or "none"
 
 
+def _runs_in(paths: list[str]) -> list[Path]:
+    """The run folders given, or found one level below a given folder (as the reports look for them)."""
+    found = []
+    for p in map(Path, paths):
+        if (p / "run.json").is_file():
+            found.append(p.resolve())
+        elif p.is_dir():
+            found += sorted(c.resolve() for c in p.iterdir() if (c / "run.json").is_file())
+    return found
+
+
 def run_report(args: argparse.Namespace) -> int:
     from ..errors import UserError
 
     from ..wildclaw import report as wildclaw_report
 
-    if args.published == "wildclaw" or (args.run_dirs and not args.published
-                                        and wildclaw_report.find_runs(args.run_dirs)):
+    wild = wildclaw_report.find_runs(args.run_dirs) if args.run_dirs and not args.published else []
+    other = [p for p in _runs_in(args.run_dirs or []) if p not in wild] if wild else []
+    if other:  # one report over both benchmarks is not built yet: never leave one of them out silently
+        raise UserError(f"give runs of one benchmark per call: {wild[0]} is a WildClawBench run and {other[0]} "
+                        "is a Claw-SWE-Bench run; report each benchmark's runs in a separate call")
+    if args.published == "wildclaw" or wild:
         return wildclaw_report.run(args)  # WildClawBench runs or published figures
     out = Path(args.out)
     if not 0 < args.confidence < 1:

@@ -60,6 +60,7 @@ class Column:
     instances: int
     resolved: int
     cost_usd: float | None
+    provider_cost_usd: float | None = None  # what the provider billed itself (OpenRouter), beside ours
     input_tokens: int | None = None
     output_tokens: int | None = None
     mean_duration_s: float | None = None
@@ -135,6 +136,7 @@ def column_from_run(run: Run) -> Column:
         instances=s["instances"],
         resolved=s["resolved"],
         cost_usd=s["cost_usd"],
+        provider_cost_usd=s["provider_cost_usd"],
         input_tokens=s["input_tokens"],
         output_tokens=s["output_tokens"],
         mean_duration_s=s["mean_duration_s"],

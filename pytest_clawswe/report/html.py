@@ -61,7 +61,8 @@ details { margin: 0.8em 0; } summary { cursor: pointer; font-weight: 600; font-s
 
 
 _ENV = Environment(loader=PackageLoader("pytest_clawswe.report", "templates"),
-                   autoescape=select_autoescape(default=True, default_for_string=True))
+                   autoescape=select_autoescape(default=True, default_for_string=True),
+                   finalize=lambda v: human_number(v))
 _T: Any = _ENV.get_template("report.html.j2").module  # the macros; each returns Markup
 
 
@@ -117,8 +118,17 @@ def runs_html(runs: list[Run], page_dir: Path) -> Markup:
 
 def _harness_usage(usage: dict) -> str:
     """What the harness itself reported, beside the gateway's counts: a cross-check, not the source."""
-    return " · ".join(f"{k} {fmt_tokens(v) if k.endswith('tokens') else v}" for k, v in usage.items()
+    return " · ".join(f"{k} {fmt_tokens(v) if k.endswith('tokens') else human_number(v)}" for k, v in usage.items()
                       if isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def human_number(value):
+    """A number as people read it: 0.107, not 0.10702800000000001 (4 significant digits below 1000)."""
+    if isinstance(value, bool) or not isinstance(value, float):
+        return value
+    if value != value or abs(value) >= 1000:  # NaN, or large: whole units
+        return f"{value:,.0f}" if value == value else "—"
+    return f"{value:.4g}"
 
 
 def instances_html(run: Run, index: int, page_dir: Path, runs: list[Run]) -> Markup:

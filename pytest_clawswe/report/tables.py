@@ -66,6 +66,7 @@ def main_table(columns: list[Column]) -> pd.DataFrame:
             "Instances": c.instances,
             "Pass@1 (%)": _pct(c.pass_at_1),
             "Cost ($)": c.cost_usd,
+            "Provider-billed ($)": c.provider_cost_usd,
             "Input tokens": c.input_tokens,
             "Output tokens": c.output_tokens,
             "Mean duration (s)": c.mean_duration_s,
@@ -77,6 +78,8 @@ def main_table(columns: list[Column]) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if not table.empty:  # object dtype: a published cost keeps its precision (a float64 column would drop it)
         table["Cost ($)"] = pd.Series([c.cost_usd for c in columns], dtype=object, index=table.index)
+    if all(c.provider_cost_usd is None for c in columns):  # only providers that bill in their answers have it
+        table = table.drop(columns=["Provider-billed ($)"], errors="ignore")
     if any(c.run for c in columns):  # a run has every measure, and shows "unknown" where so
         return table
     # published data lacks some measures; the paper's In/Out token columns stay, "—" where the data lacks them

@@ -45,6 +45,8 @@ class TaskResult:
     judge_cost_usd: float | None = None
     harness_usage: dict = field(default_factory=dict)
     warmup_moved: list = field(default_factory=list)
+    failed_requests: dict = field(default_factory=dict)  # the agent's provider failures by kind (provider.py)
+    provider_cost_usd: float | None = None  # what the provider itself billed the agent (OpenRouter)
 
     def to_json(self) -> dict:
         return asdict(self)

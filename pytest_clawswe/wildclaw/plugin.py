@@ -64,6 +64,10 @@ def options(config: pytest.Config):
         return found
     if not 0.0 <= config.getoption("pass_score") <= 1.0:
         raise pytest.UsageError("--pass-score must be between 0 and 1 (overall_score is in [0, 1])")
+    judge = config.getoption("judge_model").strip()
+    if not judge or judge.endswith("/") or judge.startswith("/"):
+        raise pytest.UsageError(f"--judge-model {judge!r} names no model: give provider/model, e.g. --judge-model "
+                                "openai/gpt-5.4 (as released), or scripted/judge to grade offline")
     if not config.getoption("grade_timeout") > 0:
         raise pytest.UsageError("--grade-timeout must be a positive number of seconds, e.g. 120 (as released)")
     return WildOptions(dataset_root(config), config.getoption("judge_model"), config.getoption("pass_score"),
@@ -97,10 +101,21 @@ class WildClawBench(Benchmark):
     def select(self) -> list[Path]:
         from .taskfile import task_files
 
+        from .taskfile import TaskFileError, parse_task
+
         files = task_files(self.options.dataset_root)
         if not files:
             raise pytest.UsageError(f"{self.options.dataset_root}: no task files (expected tasks/<category>/*.md "
                                     "or *.md files); give a checkout of the suite or a folder of task files")
+        seen: dict[str, Path] = {}
+        for path in files:  # every task file read now: a bad one is a usage error before anything is written
+            try:
+                task = parse_task(path)
+            except TaskFileError as exc:
+                raise pytest.UsageError(f"{exc}; fix the task file or leave it out of --dataset") from None
+            if task.id in seen:
+                raise pytest.UsageError(f"{path}: task id {task.id!r} is also used by {seen[task.id]}")
+            seen[task.id] = path
         return files
 
     def collector(self, session: pytest.Session) -> pytest.Collector:

@@ -60,7 +60,7 @@ class Runner(ItemRunner):
         from ..gateway.run import _unreachable_is_infra
 
         with _unreachable_is_infra():
-            return self.gateway.client.register(instance_id, model, scripted=scripted)
+            return self.gateway.client.register(instance_id, model, scripted=scripted, ceiling=self.gateway.ceiling)
 
     def _usage(self, token: str) -> tuple[Usage, list[dict]]:
         from ..gateway.run import _unreachable_is_infra
@@ -172,8 +172,9 @@ class Runner(ItemRunner):
                     if car is not None:  # the audit is complete: no process of the agent is left to call
                         services.stop(car)
                     timings["agent"] = round(time.monotonic() - t, 3)
+                    agent_records: list[dict] = []
                     if "agent" in tokens:
-                        usage, _ = self._usage(tokens.pop("agent"))
+                        usage, agent_records = self._usage(tokens.pop("agent"))
                         tool_usage, _ = self._usage(tokens.pop("tools"))
                         result.usage, result.tool_usage = vars(usage), vars(tool_usage)
                         result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
@@ -181,6 +182,12 @@ class Runner(ItemRunner):
                 result.finish_reason, result.harness_usage = run.finish_reason, run.harness_usage
                 if run.message and run.finish_reason in ("error", "disk_limit"):
                     result.error = run.message
+                if self.gateway is not None:  # the same rule as Claw-SWE-Bench's (provider.py): raises an error
+                    try:
+                        result.finish_reason = self.provider_outcome(agent_records, result) or result.finish_reason
+                    except InfraError as exc:  # its sentence, not the harness's exit message
+                        result.finish_reason, result.error = "provider_error", str(exc)
+                        raise
                 t = time.monotonic()
                 if not ws.copy_out(agent.WORKDIR, work / "snapshot"):
                     (work / "snapshot" / "tmp_workspace").mkdir(parents=True)
