@@ -49,9 +49,6 @@ def _certs(folder: Path, address: str) -> None:
 @contextmanager
 def start_registry(address: str, folder: Path):
     """A registry on address:<free port>, its storage in `folder`; yields 'address:port'."""
-    if os.geteuid() == 0 and not shutil.which("docker-registry"):  # a fresh machine: as docker-up.sh does
-        subprocess.run(["apt-get", "install", "-y", "-qq", "docker-registry"], capture_output=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
     if os.geteuid() != 0 or not shutil.which("docker-registry") or not shutil.which("openssl"):
         pytest.fail("the local registry needs root, openssl and Debian's docker-registry (apt-get install "
                     "docker-registry)")
