@@ -77,6 +77,21 @@ def plain_run(client, image: str) -> tuple[float, float]:
     return cli, sdk
 
 
+def score_ahead(client, inst, eval_dir: Path) -> tuple[float, float]:
+    """The oracle's patch graded in an evaluation container made while an agent worked (runner.py does this
+    once the agent has worked EvalContainer.AFTER_S); returns the score's seconds and its tests' seconds."""
+    from pytest_clawswe.instances import load_row
+    from pytest_clawswe.scoring import EvalContainer, score
+
+    row = load_row(inst)
+    ahead = EvalContainer(client, row, "bench-overhead", {"clawswe.run": "bench-overhead"}, after_s=0)
+    ahead._thread.join()  # the agent worked long enough
+    t = time.perf_counter()
+    score(client, row, inst.row["patch"], run_id="bench-overhead", model_label="ahead", eval_dir=eval_dir,
+          labels={"clawswe.run": "bench-overhead"}, ahead=ahead)
+    return round(time.perf_counter() - t, 3), _test_seconds(eval_dir)
+
+
 def per_instance(repeat: int) -> dict:
     client = docker_client()
     rows = []
@@ -99,6 +114,7 @@ def per_instance(repeat: int) -> dict:
             graded = oracle.run(inst)
             eval_dir = Path(tmp) / "oracle" / "instances" / inst.instance_id / "eval"
             test_s = _test_seconds(eval_dir)
+            ahead_s, ahead_tests_s = score_ahead(client, inst, Path(tmp) / "ahead" / inst.instance_id)
             median = {p: round(statistics.median(w.get(p, 0.0) for w in warm), 3) for p in PHASES + ("total",)}
             overhead = sum(median[p] for p in PHASES if p != "agent")
             rows.append({
@@ -107,6 +123,10 @@ def per_instance(repeat: int) -> dict:
                 "score_oracle_s": graded.timings["score"], "tests_in_score_s": test_s,
                 "overhead_excluding_tests_s": round(overhead + max(graded.timings["score"] - test_s, 0.0), 3),
                 "resolved": graded.resolved,
+                # an agent that works longer than EvalContainer.AFTER_S: its evaluation container is ready
+                "score_with_container_made_ahead_s": ahead_s, "tests_in_that_score_s": ahead_tests_s,
+                "overhead_excluding_tests_with_container_ahead_s": round(
+                    overhead + max(ahead_s - ahead_tests_s, 0.0), 3),
                 "plain_docker_run_cli_s": round(statistics.median(p[0] for p in plain), 3),
                 "plain_docker_run_sdk_s": round(statistics.median(p[1] for p in plain), 3),
             })
@@ -115,6 +135,8 @@ def per_instance(repeat: int) -> dict:
     return {"instances": rows, "worst_overhead_excluding_tests_s": worst, "target_s": 0.5,
             "median_overhead_excluding_tests_s": round(statistics.median(r["overhead_excluding_tests_s"]
                                                                          for r in rows), 3),
+            "median_overhead_excluding_tests_with_container_ahead_s": round(statistics.median(
+                r["overhead_excluding_tests_with_container_ahead_s"] for r in rows), 3),
             "container_start_median_s": round(statistics.median(starts), 3),
             "plain_docker_run_cli_median_s": round(statistics.median(r["plain_docker_run_cli_s"] for r in rows), 3),
             "plain_docker_run_sdk_median_s": round(statistics.median(r["plain_docker_run_sdk_s"] for r in rows), 3),

@@ -102,16 +102,24 @@ def join_removals(timeout: float = 30) -> None:
 class EvalContainer:
     """The evaluation's container, made and started by swebench's own create_container while the agent works
     (an idle `tail -f /dev/null` from the instance image, no network); score() hands it to run_instance in
-    place of a new one, and discard() removes it when the item never gets there."""
+    place of a new one, and discard() removes it when the item never gets there. It is made only once the agent
+    has worked `after_s`: an agent that ends sooner (an empty patch, a crash) costs no container, and the
+    evaluation makes its own as swebench does."""
 
-    def __init__(self, client, row: dict, run_id: str, labels: dict[str, str], mem_limit: str | None = None):
-        self.client, self.row, self.run_id = client, row, run_id
+    AFTER_S = 2.0
+
+    def __init__(self, client, row: dict, run_id: str, labels: dict[str, str], mem_limit: str | None = None,
+                 after_s: float = AFTER_S):
+        self.client, self.row, self.run_id, self.after_s = client, row, run_id, after_s
         self.extra = _extra(labels, mem_limit)
         self.container = None
+        self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._make, name="clawswe-eval-ahead", daemon=True)
         self._thread.start()
 
     def _make(self) -> None:
+        if self._cancel.wait(self.after_s):
+            return
         logger = logging.getLogger("clawswe.eval-ahead")
         try:
             container = swe_run.create_container(make_test_spec(self.row), _EvalClient(self.client, self.extra),
@@ -122,6 +130,8 @@ class EvalContainer:
             self.container = None
 
     def take(self):
+        """The container when it is made (waits while it is being made); None when the agent ended sooner."""
+        self._cancel.set()
         self._thread.join()
         container, self.container = self.container, None
         return container

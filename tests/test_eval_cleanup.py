@@ -33,7 +33,7 @@ def test_the_container_made_ahead_is_the_one_the_evaluation_runs_in(docker_clien
     run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
     labels = {LABEL_RUN: run_id}
     row = load_row(python_demo)
-    ahead = EvalContainer(docker_client, row, run_id, labels, "2g")
+    ahead = EvalContainer(docker_client, row, run_id, labels, "2g", after_s=0)
     ahead._thread.join()
     made = ahead.container
     assert made is not None and made.labels["clawswe.role"] == "eval"
@@ -52,6 +52,17 @@ def test_a_container_made_ahead_for_an_item_that_never_got_to_its_evaluation_is_
     from pytest_clawswe.scoring import EvalContainer
 
     run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
-    ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id})
+    ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id}, after_s=0)
+    ahead._thread.join()
+    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) != []
     ahead.discard()
+    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+
+
+def test_an_agent_that_ends_at_once_costs_no_container_made_ahead(docker_client, python_demo):
+    from pytest_clawswe.scoring import EvalContainer
+
+    run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
+    ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id}, after_s=5)
+    assert ahead.take() is None  # at once: the wait is cancelled, nothing was made
     assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
