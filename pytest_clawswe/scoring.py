@@ -42,12 +42,12 @@ class _Containers:
         self._containers, self._extra, self._ready = containers, extra, ready
 
     def get(self, name, *args, **kwargs):
-        if self._ready is not None and name == self._ready.name:
-            raise docker.errors.NotFound(f"{name} is the evaluation's own")  # not a ghost to remove
+        if self._ready is not None:  # swebench looks for a ghost of its container: the one made ahead is none
+            raise docker.errors.NotFound(f"{name}: the evaluation's container was made ahead")
         return self._containers.get(name, *args, **kwargs)
 
     def create(self, *args, **kwargs):
-        if self._ready is not None and kwargs.get("name") == self._ready.name:
+        if self._ready is not None:  # run_instance creates one container: this one (whatever name it got)
             ready, self._ready = self._ready, None
             return ready
         kwargs["labels"] = {**(kwargs.get("labels") or {}), **self._extra["labels"]}
@@ -179,12 +179,14 @@ def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_
     swe_run.cleanup_container = _remove_container
     log_dir = scratch / run_id / model_label.replace("/", "__") / iid
     shutil.rmtree(log_dir, ignore_errors=True)  # its report cache must not answer for a new patch
+    eval_client = _EvalClient(client, extra, ready)
     try:
-        result = swe_run.run_instance(spec, pred, _EvalClient(client, extra, ready), run_id,
-                                      timeout=int(timeout) if timeout else None)
+        result = swe_run.run_instance(spec, pred, eval_client, run_id, timeout=int(timeout) if timeout else None)
     except Exception as exc:  # swebench raises only for machinery failures here
         raise InfraError(f"the SWE-bench evaluator crashed: {type(exc).__name__}: {exc}") from exc
     finally:
+        if ready is not None and eval_client.containers._ready is not None:  # never handed out: it goes
+            _remove_now(ready)
         if log_dir.is_dir():
             for item in log_dir.iterdir():
                 shutil.move(str(item), eval_dir / item.name)

@@ -66,3 +66,27 @@ def test_an_agent_that_ends_at_once_costs_no_container_made_ahead(docker_client,
     ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id}, after_s=5)
     assert ahead.take() is None  # at once: the wait is cancelled, nothing was made
     assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+
+
+def test_a_container_made_ahead_under_another_name_is_still_the_one_used_and_removed(docker_client, python_demo,
+                                                                                     tmp_path):
+    """swebench names its container again when the name is taken (a ghost still being removed: a retried item);
+    the container made ahead is then under that other name, and must neither be left running nor doubled."""
+    from pytest_clawswe.scoring import EvalContainer, join_removals, score
+
+    run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
+    labels = {LABEL_RUN: run_id}
+    row = load_row(python_demo)
+    ahead = EvalContainer(docker_client, row, run_id, labels, after_s=0)
+    ahead._thread.join()
+    made = ahead.container
+    made.rename(f"{made.name}.1795597449")  # as create_container's retry with a unique name does
+    made.reload()
+    s = score(docker_client, row, python_demo.row["patch"], run_id=run_id, model_label="t", eval_dir=tmp_path,
+              labels=labels, ahead=ahead)
+    join_removals()
+    left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+    for container in left:
+        container.remove(force=True)
+    assert s.resolved is True and left == []
+    assert f"started: {made.id}" in (tmp_path / "run_instance.log").read_text()
