@@ -17,6 +17,16 @@ CLAWSWE_NEEDS_DOCKER_FILE=$probe PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
   python -m pytest -p needs_docker --collect-only -q "$@" -n 0 >/dev/null || true  # -n 0: collect here
 if [ "$(cat "$probe")" != no ]; then  # yes, or collection failed: let the real run say why
   scripts/docker-up.sh
+  # tests/test_registry.py runs a local registry: Debian's docker-registry (and openssl for its CA). A
+  # policy-rc.d that says no keeps the package from starting a registry service of its own.
+  if [ "$(id -u)" = 0 ] && ! { command -v docker-registry && command -v openssl; } >/dev/null 2>&1; then
+    echo "[test] installing Debian's docker-registry and openssl" >&2
+    own_policy=; [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+      chmod +x /usr/sbin/policy-rc.d; own_policy=yes; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry openssl >/dev/null 2>&1 \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry openssl >/dev/null; }
+    [ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
+  fi
 fi
 status=0
 python -m pytest -n "${CLAWSWE_TEST_WORKERS:-2}" --dist loadfile "$@" --exclusive exclude \

@@ -69,6 +69,22 @@ def test_an_unreachable_host_stops_the_run_before_anything_is_written(pytester, 
                                            "--docker-host", "tcp://127.0.0.1:9", "--docker-tls-dir", str(tmp_path),
                                            "--run-dir", str(run_dir))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*nothing answers at tcp://127.0.0.1:9*"])
+    assert not run_dir.exists()
+
+
+def test_a_host_that_answers_without_certificates_stops_the_run_before_anything_is_written(pytester, tmp_path):
+    import socket
+
+    run_dir = tmp_path / "run"
+    with socket.socket() as listening:  # something answers there: then the missing certificates are the news
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--dataset", "demo", "--harness", "oracle",
+                                               "--docker-host", f"tcp://127.0.0.1:{port}", "--docker-tls-dir",
+                                               str(tmp_path), "--run-dir", str(run_dir))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*lacks ca.pem, cert.pem, key.pem*"])
     assert not run_dir.exists()
 

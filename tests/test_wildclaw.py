@@ -154,8 +154,8 @@ def test_a_malformed_file_stops_collection_with_its_sentence(pytester, tmp_path)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset",
                                            str(tmp_path), "--harness", "claude-code", "--model", "scripted/gold",
                                            "--collect-only", "-q")
-    assert result.ret != 0
-    assert "no YAML front matter (the file must start with a '---' line)" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # a usage error, found before anything is written
+    assert "no YAML front matter (the file must start with a '---' line)" in result.stderr.str()
 
 
 def test_wildclaw_needs_a_dataset_folder(pytester):
