@@ -44,7 +44,8 @@ def test_an_agent_that_destroys_its_container_is_graded_as_it_left_things(pytest
         assert (folder / "agent.log").is_file(), task_id
         assert (folder / "snapshot" / "tmp_workspace").is_dir(), task_id
         assert r["scores"]["transcript_seen"] == 1.0, (task_id, r["scores"])
-    assert "retry" not in out.lower() and "InfraError" not in out
+    said = out + run.stderr.str()
+    assert "retrying once from scratch" not in said and "InfraError" not in said  # nothing re-run
     # the wipe and the deletion lose the workspace: 0.0 by the grader, as a score
     for task_id in (WIPE, DELETE):
         assert got[task_id]["overall_score"] == 0.0 and got[task_id]["scores"]["precious_kept"] == 0.0
