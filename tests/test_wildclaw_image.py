@@ -104,8 +104,11 @@ def test_a_loaded_image_runs_the_agents_with_our_bundles(pytester, monkeypatch, 
     bundle(docker_client, "claude-code")
     docker_client.images.get(task_image).tag("clawswe-test/released-standin", "v0")
     run_dir = tmp_path / "standin"
-    done = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, "-k", "rolling_window",
-                    "--task-image", "clawswe-test/released-standin:v0")
+    try:
+        done = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, "-k", "rolling_window",
+                        "--task-image", "clawswe-test/released-standin:v0")
+    finally:
+        docker_client.images.remove("clawswe-test/released-standin:v0")  # the tag only: the image is ours
     assert done.ret == 0, done.stdout.str()[-3000:]
     (r,) = results(run_dir).values()
     assert r["overall_score"] == 1.0
