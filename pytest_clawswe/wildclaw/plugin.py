@@ -34,6 +34,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "the benchmark number is the mean score, which does not depend on it)")
     g.addoption("--grade-timeout", type=float, default=120.0,
                 help="seconds grade() may run in the grader container (default: %(default)s, as released)")
+    g.addoption("--task-image", default=None, metavar="IMAGE",
+                help="run WildClawBench agents in IMAGE (e.g. a released harness image you loaded) instead of the "
+                     "task image built here; harnesses still come from their bundles, graders from our image")
 
 
 def is_wildclaw(config: pytest.Config) -> bool:
@@ -71,7 +74,7 @@ def options(config: pytest.Config):
     if not config.getoption("grade_timeout") > 0:
         raise pytest.UsageError("--grade-timeout must be a positive number of seconds, e.g. 120 (as released)")
     return WildOptions(dataset_root(config), config.getoption("judge_model"), config.getoption("pass_score"),
-                       config.getoption("grade_timeout"))
+                       config.getoption("grade_timeout"), task_image=config.getoption("task_image"))
 
 
 @pytest.hookimpl
@@ -97,6 +100,17 @@ class WildClawBench(Benchmark):
                                     "an agent harness (openclaw, claude-code, codex, hermes) with "
                                     "--model scripted/gold for a check without a key")
         config._clawswe_wildclaw = self.options = options(config)  # before anything is written
+        if self.options.task_image and not config.getoption("collectonly"):
+            from ..engine import docker_client
+            from ..errors import InfraError
+            from .images import check_task_image
+
+            try:
+                client = docker_client()
+            except InfraError:
+                client = None  # no engine: the session's engine check says so in its own sentence
+            if client is not None:
+                check_task_image(client, self.options.task_image)
 
     def select(self) -> list[Path]:
         from .taskfile import task_files
@@ -129,8 +143,9 @@ class WildClawBench(Benchmark):
         from .runner import Runner
 
         cfg = run_session.cfg
+        client = docker_client()
         harness_cls = get_harness_class(cfg.harness_spec)
-        runner = Runner(cfg, self.options, harness_cls(cfg.model, cfg.harness_options), docker_client(),
+        runner = Runner(cfg, self.options, harness_cls(cfg.model, cfg.harness_options), client,
                         progress=progress)
         runner.join_run_gateway()
         return runner
@@ -143,7 +158,7 @@ class WildClawBench(Benchmark):
     def run_info(self) -> dict:
         o = self.options
         return {"judge_model": o.judge_model, "pass_score": o.pass_score, "grade_timeout_s": o.grade_timeout_s,
-                "dataset_root": str(o.dataset_root)}
+                "dataset_root": str(o.dataset_root), "task_image": o.task_image}
 
     def start_run(self, run_dir) -> None:
         from ..gateway.conversation import DIR_NAME

@@ -32,6 +32,7 @@ class WildOptions:
     judge_model: str = "openai/gpt-5.4"
     pass_score: float = 0.5
     grade_timeout_s: float = 120.0
+    task_image: str | None = None  # --task-image: the agent's image instead of ours (graders keep ours)
 
 
 class Runner(ItemRunner):
@@ -110,6 +111,7 @@ class Runner(ItemRunner):
 
             self._images = ensure_images(self.client, self.progress)
         task_image, grader_image = self._images
+        task_image = self.options.task_image or task_image
         timings["images"] = round(time.monotonic() - t, 3)
         self._ensure_harness()
         prompt = task.full_prompt()
@@ -178,7 +180,8 @@ class Runner(ItemRunner):
                         tool_usage, _ = self._usage(tokens.pop("tools"))
                         result.usage, result.tool_usage = vars(usage), vars(tool_usage)
                         result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
-                (work / "agent.log").write_text(run.output)
+                # empty when the agent deleted the harness's output files in its container: say so
+                (work / "agent.log").write_text(run.output or f"(no harness output was left: {run.message or run.finish_reason})\n")
                 result.finish_reason, result.harness_usage = run.finish_reason, run.harness_usage
                 if run.message and run.finish_reason in ("error", "disk_limit"):
                     result.error = run.message
