@@ -163,7 +163,7 @@ def run_config(config: pytest.Config) -> RunConfig:
                     retries=_retries(config), purge=not config.getoption("no_purge"),
                     cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config))
     check_harness_options(cfg)
-    if harness_cls.needs_model and not getattr(config, "workerinput", None):
+    if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
         from .gateway.upstream import check_upstream
 
         try:  # no model, no key: found before the run's network or gateway exists

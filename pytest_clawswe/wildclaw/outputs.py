@@ -45,6 +45,7 @@ class TaskResult:
     judge_cost_usd: float | None = None
     harness_usage: dict = field(default_factory=dict)
     warmup_moved: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)  # what the released runner logs and goes on (a missing skill)
 
     def to_json(self) -> dict:
         return asdict(self)
