@@ -9,7 +9,6 @@ import shlex
 import tarfile
 import threading
 import time
-import uuid
 from pathlib import Path, PurePosixPath
 
 import docker
@@ -166,16 +165,21 @@ class Workspace(BaseWorkspace):
         return code, out.value(), err.value(), out.truncated or err.truncated
 
     def _exec_with_deadline(self, argv, *, workdir, env, user, timeout, max_output) -> ExecResult:
-        # Detached exec writing to a file in the container, polled: the deadline is ours, not the
-        # client socket's, and a kill inside the container reaches processes the agent forked.
-        log = f"/tmp/.clawswe-exec-{uuid.uuid4().hex[:12]}.log"
-        wrapped = ["sh", "-c", f'exec "$@" >{log} 2>&1', "sh", *argv]
+        # Attached and streamed by a thread into a bounded tail, polled here: the deadline is ours, not the
+        # client socket's, and nothing but the command itself runs in the container (an agent may have
+        # deleted its shell or filled its disk: no log file inside, no `sh` to read one back).
         api = self.client.api
         start = time.monotonic()
+        tail = _Tail(max_output)
         try:
-            exec_id = api.exec_create(self.container.id, wrapped, workdir=workdir, environment=env, user=user)["Id"]
-            api.exec_start(exec_id, detach=True)
-            code, delay = None, 0.05
+            exec_id = api.exec_create(self.container.id, argv, workdir=workdir, environment=env, user=user)["Id"]
+            stream = api.exec_start(exec_id, stream=True)  # stdout and stderr in order, as 2>&1 would
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"exec in container failed: {exc}") from exc
+        pumped = threading.Thread(target=_pump, args=(stream, tail), name="clawswe-exec-output", daemon=True)
+        pumped.start()
+        code, delay = None, 0.05
+        try:
             while time.monotonic() - start < timeout:
                 info = api.exec_inspect(exec_id)
                 if not info["Running"]:
@@ -187,11 +191,12 @@ class Workspace(BaseWorkspace):
                 self.kill_all()
         except docker.errors.DockerException as exc:
             raise InfraError(f"exec in container failed: {exc}") from exc
-        # only the tail: an agent that prints without end must not fill the host's memory
-        read = f"wc -c < {log} 2>/dev/null || echo 0; tail -c {max_output} {log} 2>/dev/null; rm -f {log}"
-        size, _, output = self.exec(["sh", "-c", read], max_output=max_output + 32).stdout.partition("\n")
-        truncated = size.strip().isdigit() and int(size) > max_output
-        return ExecResult(code, output, time.monotonic() - start, truncated=truncated)
+        # the stream ends when every holder of the exec's output is gone; a background process the command
+        # left may hold it on (until kill_all): what came so far is the output
+        pumped.join(timeout=2)
+        output = tail.value()
+        return ExecResult(code, output.decode("utf-8", "replace"), time.monotonic() - start,
+                          truncated=tail.truncated)
 
     def address(self, network: str | None) -> str:
         from .gateway.run import container_address
@@ -208,31 +213,11 @@ class Workspace(BaseWorkspace):
 
     def kill_all(self) -> None:
         """Kill every process in the container but tini and its keep-alive child: no agent process survives.
+        From outside the container (container_kill): it works after the agent deleted the container's shell,
+        filled its disk or used up its pids limit."""
+        from .container_kill import kill_all
 
-        One fork-free pass per exec, repeated from the host: inside, a fork can fail when the agent has
-        used up the pid limit, so the waiting between passes happens here."""
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                # workdir /: the image's own (/testbed) may be gone, and an exec cannot start in it then
-                result = self.container.exec_run(["sh", "-c", _KILL_PASS, "sh", self._main_pid], user="root",
-                                                 workdir="/")
-                if result.exit_code == 0:
-                    return
-                if result.exit_code not in (1,):  # the pass itself could not run: make room for it
-                    self._raise_pids_limit()
-            except docker.errors.APIError:
-                self._raise_pids_limit()
-            time.sleep(0.1)
-        raise InfraError("processes in the container survived SIGKILL for 10 s")
-
-    def _raise_pids_limit(self) -> None:
-        # the Docker API updates PidsLimit in place; docker-py has no argument for it
-        api = self.client.api
-        limit = api.inspect_container(self.container.id)["HostConfig"].get("PidsLimit") or 0
-        if limit > 0:
-            api._raise_for_status(api._post_json(api._url("/containers/{0}/update", self.container.id),
-                                                 data={"PidsLimit": limit + 64}))
+        kill_all(self.client, self.container, self.image, self._main_pid, self._create["labels"])
 
     # -- files -----------------------------------------------------------------------------------
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
@@ -344,6 +329,14 @@ class _Tail:
         return bytes(self.buf)
 
 
+def _pump(stream, tail: _Tail) -> None:
+    try:
+        for chunk in stream:
+            tail.add(chunk)
+    except (docker.errors.DockerException, OSError, ValueError):
+        pass  # the container went away: what came so far is kept
+
+
 class _TooBig(Exception):
     pass
 
@@ -377,19 +370,6 @@ for d in /proc/[0-9]*; do
   read -r _ _ _ ppid _ < "$d/stat" 2>/dev/null && [ "$ppid" = 1 ] && { echo "$p"; exit 0; }
 done
 """
-
-# One pass, no fork (only shell builtins): exit 0 when nothing but PID 1, the keep-alive process and this
-# script is left (a zombie counts until tini reaps it), else 1.
-_KILL_PASS = r"""
-main=$1; left=0
-for d in /proc/[0-9]*; do
-  p=${d#/proc/}
-  case "$p" in 1|"$main"|"$$") continue ;; esac
-  kill -9 "$p" 2>/dev/null && left=1
-done
-exit $left
-"""
-
 
 def _short(argv: list[str]) -> str:
     text = " ".join(shlex.quote(a) for a in argv)

@@ -97,3 +97,43 @@ def test_container_is_removed_on_error_and_clean_spares_live_owners(docker_clien
             dead.remove(force=True)
         except Exception:
             pass
+
+
+# --- an agent that attacks its own container (no shell left, a fork bomb): stopped from outside -------------
+BASE = "debian:bookworm-slim"  # built by scripts/docker-up.sh; nothing to build here
+
+
+def _processes(docker_client, ws) -> list[str]:
+    """The container's command lines, read by a helper sharing its pid namespace (the container may have no
+    shell of its own left)."""
+    out = docker_client.containers.run(BASE, ["sh", "-c", LIST], pid_mode=f"container:{ws.container.id}",
+                                       network_mode="none", remove=True, labels={LABEL_RUN: "t-ws"})
+    return [line for line in out.decode().splitlines() if line.strip() and LIST[:20] not in line]
+
+
+def test_a_container_wiped_by_its_agent_is_still_stopped_and_its_output_kept(docker_client):
+    with Workspace(docker_client, BASE, labels={LABEL_RUN: "t-ws"}) as ws:
+        # a process left running, then the whole filesystem deleted: no sh, no coreutils, no /tmp
+        r = ws.exec("(setsid sleep 1001 &); echo before; rm -rf --no-preserve-root / 2>/dev/null; echo after",
+                    timeout=60)
+        assert ws.exec(["sh", "-c", "true"]).exit_code != 0  # the shell is gone indeed
+        assert "before" in r.output and "after" in r.output  # read without anything inside the container
+        assert "sleep 1001" in "\n".join(_processes(docker_client, ws))
+        ws.kill_all()  # must not need the container's sh
+        left = _processes(docker_client, ws)
+        assert "sleep 1001" not in "\n".join(left) and any("sleep infinity" in line for line in left), left
+        # a deadline still ends a command whose container has no shell
+        r = ws.exec(["/proc/self/exe"], timeout=5)
+        assert r.exit_code is not None or r.timed_out
+
+
+def test_a_fork_bomb_within_the_pids_limit_is_stopped(docker_client):
+    with Workspace(docker_client, BASE, labels={LABEL_RUN: "t-ws"}, pids_limit=60) as ws:
+        start = time.monotonic()
+        r = ws.exec("echo started; bomb() { bomb | bomb & }; bomb; sleep 1000", timeout=5)
+        assert r.timed_out and "started" in r.output
+        ws.kill_all()
+        assert time.monotonic() - start < 30
+        left = _processes(docker_client, ws)
+        assert len(left) <= 2 and any("sleep infinity" in line for line in left), left
+        assert ws.exec("echo alive").stdout.strip() == "alive"

@@ -1,0 +1,88 @@
+"""Stop every process of a container from outside it: nothing the agent could have changed is relied on.
+
+An agent may delete its container's shell (`rm -rf /`), fill its disk or use up its pids limit; a kill run
+inside the container (an exec of `sh`) fails then, and the item would end as an infrastructure error. Here:
+
+1. the container is frozen (Docker's pause: the cgroup freezer), so no process can fork while it is killed;
+2. a helper container from the same image (its files untouched by the agent: the image is read-only under
+   the container's writable layer) joins the container's pid namespace, but not its cgroup (its own pids
+   limit, its own disk), and sends SIGKILL to every process but tini (PID 1) and the keep-alive process;
+3. the container is thawed: the killed processes die, tini reaps them, and the helper checks that nothing
+   but those two is left (up to 10 s).
+"""
+from __future__ import annotations
+
+import time
+
+import docker.errors
+
+from .errors import InfraError
+from .labels import LABEL_ROLE
+
+KILL_DEADLINE_S = 10.0
+
+# Shell builtins only in the pass (no fork): prints "pass" after the first one, made while the container is
+# frozen, then repeats until nothing but PID 1, the keep-alive process and the helper's own shell is left
+# (a zombie counts until tini reaps it). Exit 0: clean; 1: something survived the deadline.
+_KILLER = r"""
+main=$1; tries=$2
+pass() {
+  left=0
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case "$p" in 1|"$main"|"$$") continue ;; esac
+    kill -9 "$p" 2>/dev/null && left=1
+  done
+  return $left
+}
+pass; echo pass
+while [ "$tries" -gt 0 ]; do
+  pass && exit 0
+  tries=$((tries - 1)); sleep 0.05
+done
+exit 1
+"""
+
+
+def kill_all(client, container, image: str, main_pid: str, labels: dict[str, str]) -> None:
+    """SIGKILL every process in `container` but tini and `main_pid`; InfraError if some survive."""
+    api = client.api
+    try:
+        api.pause(container.id)
+    except docker.errors.NotFound:
+        return  # the container is gone: nothing of it runs
+    except docker.errors.APIError as exc:
+        if "not running" in str(exc).lower():
+            return  # it exited (its keep-alive was killed from outside): nothing runs in it
+        if "already paused" not in str(exc).lower():
+            raise InfraError(f"could not freeze the container to stop its processes: {exc}") from exc
+    helper = None
+    try:
+        try:
+            helper = client.containers.run(
+                image, ["sh", "-c", _KILLER, "sh", main_pid, str(int(KILL_DEADLINE_S / 0.05))], entrypoint=[],
+                detach=True, user="root", working_dir="/", network_mode="none",
+                pid_mode=f"container:{container.id}", labels={**labels, LABEL_ROLE: "stopper"})
+        except (docker.errors.DockerException, OSError) as exc:
+            raise InfraError(f"could not start the helper that stops the container's processes: {exc}") from exc
+        deadline = time.monotonic() + KILL_DEADLINE_S
+        while b"pass" not in helper.logs(stdout=True, stderr=False):  # the frozen container's first pass
+            if time.monotonic() > deadline:
+                raise InfraError("the helper that stops the container's processes did not run for 10 s")
+            time.sleep(0.05)
+    finally:
+        try:
+            api.unpause(container.id)
+        except docker.errors.APIError:
+            pass  # gone meanwhile
+    try:
+        code = helper.wait(timeout=KILL_DEADLINE_S + 20)["StatusCode"]
+    except Exception as exc:  # requests' timeout: the helper hangs
+        raise InfraError(f"the helper that stops the container's processes did not end: {exc}") from exc
+    finally:
+        try:
+            helper.remove(force=True)
+        except docker.errors.DockerException:
+            pass
+    if code != 0:
+        raise InfraError(f"processes in the container survived SIGKILL for {KILL_DEADLINE_S:.0f} s")
