@@ -133,9 +133,6 @@ class Runner(ItemRunner):
                 tool_model, tool_script = cfg.model, None
                 if scripted is not None:  # the agent's own model calls: the task's vision fixtures, or the default
                     tool_model, tool_script = "scripted/vision", {"fixtures": found.vision}
-                    if found.vision_default and task.modality == "multimodal":
-                        result.warnings.append("the agent's own model calls get the scripted vision default "
-                                               "(no vision.json for this task)")
                 tokens["tools"] = self._register(f"{task.id}.tools", tool_model, tool_script)
             except ValueError as exc:
                 hint = ("; give it a behaviour in --scripted-fixtures DIR/<task id>/solve.sh"
@@ -182,6 +179,9 @@ class Runner(ItemRunner):
                         usage, _ = self._usage(tokens.pop("agent"))
                         tool_usage, _ = self._usage(tokens.pop("tools"))
                         result.usage, result.tool_usage = vars(usage), vars(tool_usage)
+                        if cfg.model.startswith("scripted/") and found.vision_default and tool_usage.requests:
+                            result.warnings.append(f"the scripted vision default answered {tool_usage.requests} of the "
+                                                   "agent's own model call(s) (no vision.json for this task)")
                         result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
                 (work / "agent.log").write_text(run.output)
                 result.finish_reason, result.harness_usage = run.finish_reason, run.harness_usage
