@@ -561,6 +561,10 @@ def test_scripted_fixtures_come_from_the_users_folder_then_the_task_then_the_def
     judge = ScriptedJudge(bare.judge)
     answer = json.loads(judge.reply(chat_view([{"role": "user", "content": "criterion: anything *"}])).text)
     assert answer["score"] == 0.5 and "default" in answer["reason"]
+    # a grader that wants several criteria in one answer gets the entry's "answer" verbatim
+    shaped = ScriptedJudge({"STUDENT NOTES": {"answer": {"cp_1": 0.75, "structure_quality": 1.0}}})
+    reply = shaped.reply(chat_view([{"role": "user", "content": "=== STUDENT NOTES === ..."}])).text
+    assert json.loads(reply) == {"cp_1": 0.75, "structure_quality": 1.0}
     (mine / "t1" / "judge.json").write_text("not json")
     with pytest.raises(fixtures.FixtureError, match="judge.json is not a readable JSON file"):
         fixtures.for_task("t1", ws, mine)

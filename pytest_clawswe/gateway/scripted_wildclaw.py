@@ -14,7 +14,8 @@ reads the transcript sees what was done and said (docs/fidelity.md, "Scripted be
 fixtures: {"<text the request contains>": {"score", "reason", "when_contains": optional text, "otherwise":
 optional {"score", "reason"}}}; the first key found in the request picks the criterion, and `when_contains`
 (looked for in the request, e.g. in the agent's output the grader sent) picks between the answer and
-`otherwise`; the key "*" answers whatever no other key matches. Images in the request (data URLs) are
+`otherwise`; the key "*" answers whatever no other key matches; an entry with `"answer"` (text, or JSON
+sent as text) is the reply verbatim, for graders that want their own shape. Images in the request (data URLs) are
 accepted; an entry with `"needs_image": true` gives its answer only when the request carries one (else
 `otherwise`), so a judged visual criterion fails when the grader sent no picture. `scripted/vision`
 answers the agent's own model calls (a task's `OPENROUTER_*` tools token, e.g. "describe this frame")
@@ -142,6 +143,9 @@ class ScriptedJudge:
         entry = pick(self.fixtures, view.prompt)
         if entry is None:
             return Reply(text=json.dumps({"score": 0.0, "reason": "no judge fixture matches this request"}))
+        if "answer" in entry:  # a grader that wants its own shape (several criteria in one JSON), verbatim
+            answer = entry["answer"]
+            return Reply(text=answer if isinstance(answer, str) else json.dumps(answer))
         answer = {"score": float(entry.get("score", 0.0)), "reason": str(entry.get("reason", ""))}
         return Reply(text=json.dumps(answer))
 
