@@ -123,8 +123,7 @@ def pick(fixtures: dict, text: str) -> dict | None:
             missing = (needle is not None and needle not in text) or (entry.get("needs_image")
                                                                       and not _IMAGE.search(text))
             if missing:
-                entry = entry.get("otherwise") or {"score": 0.0, "answer": "",
-                                                   "reason": "the expected content (or image) is missing"}
+                entry = entry.get("otherwise") or {"score": 0.0, "reason": "the expected content (or image) is missing"}
             return entry
     return fixtures.get(ANY)
 
@@ -143,7 +142,7 @@ class ScriptedJudge:
         entry = pick(self.fixtures, view.prompt)
         if entry is None:
             return Reply(text=json.dumps({"score": 0.0, "reason": "no judge fixture matches this request"}))
-        if "answer" in entry:  # a grader that wants its own shape (several criteria in one JSON), verbatim
+        if entry.get("answer") and "score" not in entry:  # a grader that wants its own shape (several criteria in one JSON), verbatim
             answer = entry["answer"]
             return Reply(text=answer if isinstance(answer, str) else json.dumps(answer))
         answer = {"score": float(entry.get("score", 0.0)), "reason": str(entry.get("reason", ""))}

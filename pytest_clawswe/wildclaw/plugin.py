@@ -39,6 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "vision.json, else documented defaults)")
     g.addoption("--grade-timeout", type=float, default=120.0,
                 help="seconds grade() may run in the grader container (default: %(default)s, as released)")
+    g.addoption("--task-image", default=None, metavar="IMAGE",
+                help="run WildClawBench agents in IMAGE (e.g. a released harness image you loaded) instead of the "
+                     "task image built here; harnesses still come from their bundles, graders from our image")
 
 
 def is_wildclaw(config: pytest.Config) -> bool:
@@ -76,7 +79,8 @@ def options(config: pytest.Config):
         raise pytest.UsageError(f"--scripted-fixtures {fixtures}: no such folder; give a folder holding "
                                 "<task id>/solve.sh, judge.json or vision.json")
     return WildOptions(dataset_root(config), config.getoption("judge_model"), config.getoption("pass_score"),
-                       config.getoption("grade_timeout"), Path(fixtures).resolve() if fixtures else None)
+                       config.getoption("grade_timeout"), Path(fixtures).resolve() if fixtures else None,
+                       task_image=config.getoption("task_image"))
 
 
 @pytest.hookimpl
@@ -124,8 +128,13 @@ class WildClawBench(Benchmark):
         from .runner import Runner
 
         cfg = run_session.cfg
+        client = docker_client()
+        if self.options.task_image:
+            from .images import check_task_image
+
+            check_task_image(client, self.options.task_image)
         harness_cls = get_harness_class(cfg.harness_spec)
-        runner = Runner(cfg, self.options, harness_cls(cfg.model, cfg.harness_options), docker_client(),
+        runner = Runner(cfg, self.options, harness_cls(cfg.model, cfg.harness_options), client,
                         progress=progress)
         runner.join_run_gateway()
         return runner
@@ -138,7 +147,7 @@ class WildClawBench(Benchmark):
     def run_info(self) -> dict:
         o = self.options
         return {"judge_model": o.judge_model, "pass_score": o.pass_score, "grade_timeout_s": o.grade_timeout_s,
-                "dataset_root": str(o.dataset_root),
+                "dataset_root": str(o.dataset_root), "task_image": o.task_image,
                 "scripted_fixtures": str(o.scripted_fixtures) if o.scripted_fixtures else None}
 
     def start_run(self, run_dir) -> None:

@@ -32,6 +32,7 @@ class WildOptions:
     pass_score: float = 0.5
     grade_timeout_s: float = 120.0
     scripted_fixtures: Path | None = None  # per-task behaviours and judge/vision answers (fixtures.py)
+    task_image: str | None = None  # --task-image: the agent's image instead of ours (graders keep ours)
 
 
 class Runner(ItemRunner):
@@ -115,6 +116,7 @@ class Runner(ItemRunner):
 
             self._images = ensure_images(self.client, self.progress)
         task_image, grader_image = self._images
+        task_image = self.options.task_image or task_image
         timings["images"] = round(time.monotonic() - t, 3)
         self._ensure_harness()
         prompt = task.full_prompt()
