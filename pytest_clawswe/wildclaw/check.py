@@ -86,13 +86,18 @@ def check_suite(client, root: Path, *, jobs: int = 2, harness: str = "openclaw",
                 progress=print) -> list[Row]:
     from .images import ensure_images
 
+    from ..errors import UserError
+
     files = task_files(root)
     if not files:
-        from ..errors import UserError
-
         raise UserError(f"{root}: no task files (expected tasks/<category>/*.md or *.md files)")
     images = ensure_images(client, progress)
     if task_image:
+        from .images import _exists
+
+        if not _exists(client, task_image):
+            raise UserError(f"--task-image {task_image}: no such image on this Docker engine; load it first "
+                            "(docker load -i FILE) or leave --task-image out")
         images = (task_image, images[1])
     run_label = f"wildclaw-check-{time.strftime('%Y%m%d-%H%M%S')}"
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
