@@ -662,3 +662,24 @@ def test_only_the_sections_outer_fence_is_removed(tmp_path):
     scope: dict = {}
     exec(task.grader_code, scope)
     assert scope["grade"]()["overall_score"] == 1.0
+
+
+def test_standins_give_empty_workspaces_and_service_fixtures_and_touch_nothing_real(tmp_path):
+    from pytest_clawswe.wildclaw.standin import is_standin, make_standins
+
+    social = task_text(front="id: s1\nname: Chat\ntimeout_seconds: 300\nmodality: pure-text\n").replace(
+        "workspace/01_Productivity_Flow/task_1_x", "workspace/03_Social_Interaction/task_1_chat")
+    social += ("\n## Warmup\n\n```\npip install -q fastapi uvicorn\nexport SLACK_FIXTURES=/tmp_workspace/tmp/messages.json"
+               " && python3 /tmp_workspace/mock_services/slack/server.py &\nsleep 2\n```\n")
+    write(tmp_path, social, "03_Social_Interaction/03_Social_Interaction_task_1_chat.md")
+    write(tmp_path, task_text())  # its workspace is real: kept as it is
+    real = tmp_path / "workspace" / "01_Productivity_Flow" / "task_1_x" / "exec"
+    real.mkdir(parents=True)
+    done = make_standins(tmp_path)
+    assert done.created == ["s1"] and done.kept == ["t1"] and not done.refused
+    ws = tmp_path / "workspace" / "03_Social_Interaction" / "task_1_chat"
+    assert (ws / "exec").is_dir() and (ws / "gt").is_dir() and is_standin(ws)
+    assert (ws / "tmp" / "messages.json").read_text() == "[]\n"
+    assert not is_standin(real.parent) and list(real.parent.iterdir()) == [real]
+    again = make_standins(tmp_path)  # a stand-in may be made again; a real workspace never
+    assert again.created == ["s1"] and again.kept == ["t1"] and again.fixtures == []
