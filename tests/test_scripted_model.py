@@ -28,7 +28,7 @@ def tools(spec: dict[str, tuple[str, ...]]) -> list[ToolSpec]:
 # tool lists as each harness sends them (harness-cli-notes); argument names only where they matter
 HARNESS_TOOLS = {
     "openclaw": tools({"apply_patch": ("input",), "edit": ("path", "oldText", "newText"),
-                       "exec": ("command", "workdir"), "ls": ("path",), "process": ("action",), "read": ("path",),
+                       "exec": ("command", "workdir", "yieldMs"), "ls": ("path",), "process": ("action",), "read": ("path",),
                        "sessions_yield": (),
                        "tool_call": ("name",), "tool_describe": ("name",), "tool_search": ("query",),
                        "write": ("path", "content")}),
@@ -47,11 +47,11 @@ HARNESS_TOOLS = {
                            "file_patch": ("path", "old_content", "new_content"), "file_write": ("path", "content")}),
 }
 EXPECTED = {  # harness -> (tool, argument holding the command, other arguments set)
-    "openclaw": ("exec", "command", {"workdir"}),
+    "openclaw": ("exec", "command", {"workdir", "yieldMs"}),  # waited for, not backgrounded at 10 s
     "hermes": ("terminal", "command", set()),
     "nanobot": ("exec", "command", set()),
     "mini-swe-agent": ("bash", "command", set()),
-    "codex": ("exec_command", "cmd", {"workdir"}),
+    "codex": ("exec_command", "cmd", {"workdir", "yield_time_ms"}),  # 30 s: a slow command is not cut at 10
     "claude-code": ("Bash", "command", set()),
     "genericagent": ("code_run", "code", {"type", "cwd"}),
 }

@@ -23,6 +23,7 @@ OFFLINE_WARMUP = [
     "pip install -q json_repair",
     "~/miniconda3/envs/eval/bin/pip --version",
     "~/miniconda3/envs/eval/bin/python -c 'import numpy, PIL'",
+    "npm install -g agent-browser",  # from npm's cache (prefer-offline): the version the image was tested with
     "npm --version && node --version && npx --version",
     "agent-browser --version",
     "ffmpeg -version >/dev/null && ffprobe -version >/dev/null",
@@ -82,3 +83,32 @@ def test_playwright_and_agent_browser_drive_headless_chromium_offline(docker_cli
     assert code == 0, out[-3000:]
     assert out.count("rendered 42") == 2, out[-3000:]  # once per tool: only a browser running the script shows it
     assert "png (" in out
+
+
+def test_a_task_image_that_is_not_loaded_is_one_sentence_before_anything_is_written(pytester, tmp_path):
+    run_dir = tmp_path / "run"
+    done = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                         "--harness", "claude-code", "--model", "scripted/gold",
+                                         "--task-image", "clawswe-test/not-loaded:v0", "--run-dir", str(run_dir))
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    done.stderr.fnmatch_lines(["*--task-image clawswe-test/not-loaded:v0: no such image on this Docker engine; "
+                               "load it first*"])
+    assert not run_dir.exists()
+
+
+@pytest.mark.harness
+def test_a_loaded_image_runs_the_agents_with_our_bundles(pytester, monkeypatch, tmp_path, docker_client, task_image):
+    """--task-image: a stand-in for a released image (ours under another name) runs a demo task to 1.0."""
+    from tests.test_wildclaw_run import bundle, results, run_wild
+
+    bundle(docker_client, "claude-code")
+    docker_client.images.get(task_image).tag("clawswe-test/released-standin", "v0")
+    run_dir = tmp_path / "standin"
+    done = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, "-k", "rolling_window",
+                    "--task-image", "clawswe-test/released-standin:v0")
+    assert done.ret == 0, done.stdout.str()[-3000:]
+    (r,) = results(run_dir).values()
+    assert r["overall_score"] == 1.0
+    import json
+
+    assert json.loads((run_dir / "run.json").read_text())["task_image"] == "clawswe-test/released-standin:v0"

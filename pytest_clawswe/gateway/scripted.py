@@ -47,6 +47,9 @@ SHELL_TOOLS = {
     "code_run": "code",  # genericagent (it prefers the ```bash block in the text; see _shell_call)
     "shell": "command",  # codex's older tool, and a common name elsewhere
 }
+# Codex and OpenClaw put a command still running after 10 s in the background and answer "still running"
+# (a model would poll it); the scripted model asks them to wait: codex at most 30 s, OpenClaw 5 min.
+_WAIT_ARGS = {"yield_time_ms": 30_000, "yieldMs": 300_000}
 _SHELL_WORDS = ("bash", "shell", "exec", "terminal", "command", "run")
 _NOT_SHELL_WORDS = ("session", "list", "stdin", "process", "describe", "search")
 _COMMAND_ARGS = ("command", "cmd", "code", "script")
@@ -194,6 +197,9 @@ def _shell_call(tool: ToolSpec, command: str, workdir: str) -> tuple[str, list[T
     cwd = _arg(tool, _CWD_ARGS)
     if cwd:
         args[cwd] = workdir
+    for key, wait in _WAIT_ARGS.items():  # a command that runs long is waited for, not left in the background
+        if key in props:
+            args[key] = wait
     return "", [ToolCall(tool.name, args)]
 
 

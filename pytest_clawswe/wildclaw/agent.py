@@ -141,5 +141,11 @@ def agent_phase(harness, ctx: TaskContext, prompt: str, disk_limit: int | None, 
         try:
             harness.backup_session(ctx, ctx.artifacts_dir / "session")
         finally:
-            harness.delete_agent(ctx)
+            if _running(ctx.workspace):  # an agent that killed the keep-alive stopped its container: it is left
+                harness.delete_agent(ctx)  # as it is (the snapshot reads it through the archive API)
     return run
+
+
+def _running(ws: Workspace) -> bool:
+    ws.container.reload()
+    return ws.container.status == "running"

@@ -107,6 +107,17 @@ class WildClawBench(Benchmark):
                                     "an agent harness (openclaw, claude-code, codex, hermes) with "
                                     "--model scripted/gold for a check without a key")
         config._clawswe_wildclaw = self.options = options(config)  # before anything is written
+        if self.options.task_image and not config.getoption("collectonly"):
+            from ..engine import docker_client
+            from ..errors import InfraError
+            from .images import check_task_image
+
+            try:
+                client = docker_client()
+            except InfraError:
+                client = None  # no engine: the session's engine check says so in its own sentence
+            if client is not None:
+                check_task_image(client, self.options.task_image)
 
     def select(self) -> list[Path]:
         from .taskfile import task_files
@@ -129,10 +140,6 @@ class WildClawBench(Benchmark):
 
         cfg = run_session.cfg
         client = docker_client()
-        if self.options.task_image:
-            from .images import check_task_image
-
-            check_task_image(client, self.options.task_image)
         harness_cls = get_harness_class(cfg.harness_spec)
         runner = Runner(cfg, self.options, harness_cls(cfg.model, cfg.harness_options), client,
                         progress=progress)

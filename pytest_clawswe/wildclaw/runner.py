@@ -185,7 +185,8 @@ class Runner(ItemRunner):
                             result.warnings.append(f"the scripted vision default answered {tool_usage.requests} of the "
                                                    "agent's own model call(s) (no vision.json for this task)")
                         result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
-                (work / "agent.log").write_text(run.output)
+                # empty when the agent deleted the harness's output files in its container: say so
+                (work / "agent.log").write_text(run.output or f"(no harness output was left: {run.message or run.finish_reason})\n")
                 result.finish_reason, result.harness_usage = run.finish_reason, run.harness_usage
                 if run.message and run.finish_reason in ("error", "disk_limit"):
                     result.error = run.message

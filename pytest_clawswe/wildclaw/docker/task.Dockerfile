@@ -50,11 +50,15 @@ RUN set -eu; fetch() { \
     ln -sf ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx; \
     npm config set --location=global registry "${NPM_REGISTRY}"; \
     node --version && npm --version
-# agent-browser: `npm ci` checks the lock's integrity, then the checked package is installed globally
-# (its postinstall points the global bin at the package's own linux-x64 binary; nothing is downloaded).
+# agent-browser: `npm ci` checks the tarball against the lock's integrity (and leaves it in npm's cache),
+# then a global install by name takes it from the cache and caches the registry's metadata beside it;
+# with prefer-offline, the released Warmup line `npm install -g agent-browser` is then answered from that
+# cache (no network, the version tested here). Only the linux-x64 binary of the package is kept.
 COPY task-npm /tmp/task-npm
 RUN cd /tmp/task-npm && npm ci --ignore-scripts --no-audit \
- && npm install -g --no-audit "$(npm pack --silent ./node_modules/agent-browser)" \
+ && npm install -g --no-audit "agent-browser@$(node -p 'require("./node_modules/agent-browser/package.json").version')" \
+ && npm config set --location=global prefer-offline true \
+ && find "$(npm root -g)/agent-browser/bin" -name 'agent-browser-*' ! -name 'agent-browser-linux-x64' -delete \
  && cd / && rm -rf /tmp/task-npm /root/.npm/_logs \
  && agent-browser --version
 # Python packages, hash-checked
