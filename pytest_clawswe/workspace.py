@@ -182,7 +182,8 @@ class Workspace(BaseWorkspace):
         try:
             while time.monotonic() - start < timeout:
                 info = api.exec_inspect(exec_id)
-                if not info["Running"]:
+                # an attached start returns before the process runs: not running and no exit code yet
+                if not info["Running"] and info["ExitCode"] is not None:
                     code = info["ExitCode"]
                     break
                 time.sleep(delay)
