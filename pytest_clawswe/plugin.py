@@ -114,6 +114,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clawswe: a Claw-SWE-Bench instance item")
     if config.getoption("harness", None):
         configure(config)
+    elif config.getoption("benchmark", "swe") != "swe":
+        if not config.option.collectonly:
+            raise pytest.UsageError(f"--benchmark {config.getoption('benchmark')} runs its tasks with an agent: give "
+                                    "--harness (openclaw, claude-code, codex, hermes) and --model, or --collect-only "
+                                    "to list the tasks")
+        config.option.harness = "nop"  # listing runs nothing: no harness, no model
+        configure(config)
 
 
 @pytest.hookimpl(trylast=True)

@@ -182,7 +182,7 @@ def run_config(config: pytest.Config) -> RunConfig:
                     image_cache=_image_cache(config), registry=_registry(config))
     _spending(config, cfg)
     check_harness_options(cfg)
-    if harness_cls.needs_model and not getattr(config, "workerinput", None):
+    if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
         from .gateway.upstream import check_upstream
 
         try:  # no model, no key: found before the run's network or gateway exists

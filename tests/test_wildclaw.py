@@ -176,22 +176,48 @@ def chat_view(messages, tools=()):
 BASH = ToolSpec("Bash", {"properties": {"command": {"type": "string"}}})
 
 
-def test_gold_runs_the_solution_through_the_shell_tool_then_stops():
-    model = SolutionModel("gold", "echo solved > /tmp_workspace/results/x\n")
-    history, commands = [{"role": "user", "content": "task"}], []
-    for turn in range(5):
-        reply = model.reply(chat_view(history, [BASH]))
+def act_out(model, tools=(BASH,), turns=20):
+    """Play the harness: run the model until it answers without a tool call; (texts said, commands run)."""
+    history, said, commands = [{"role": "user", "content": "task"}], [], []
+    for turn in range(turns):
+        reply = model.reply(chat_view(history, list(tools)))
+        if reply.text:
+            said.append(reply.text)
         if not reply.tool_calls:
-            break
+            return said, commands
         call = reply.tool_calls[0]
         assert call.name == "Bash"
         commands.append(call.arguments["command"])
-        history += [{"role": "assistant", "tool_calls": [{"id": f"c{turn}", "type": "function", "function": {
-                        "name": "Bash", "arguments": json.dumps(call.arguments)}}]},
+        history += [{"role": "assistant", "content": reply.text or None, "tool_calls": [
+                        {"id": f"c{turn}", "type": "function",
+                         "function": {"name": "Bash", "arguments": json.dumps(call.arguments)}}]},
                     {"role": "tool", "tool_call_id": f"c{turn}", "content": "ok"}]
-    assert reply.text and not reply.tool_calls
-    assert len(commands) == len(model.steps()) == 2
-    assert "base64 -d" in commands[-1] and "cd /tmp_workspace" in commands[-1]
+    raise AssertionError("the model never finished")
+
+
+def test_gold_acts_out_each_command_as_a_visible_tool_call_and_says_its_say_lines():
+    script = ("#!/bin/bash\nset -euo pipefail\n# a comment\n"
+              "#say rm -rf / would wipe the whole filesystem: I will not run it.\n"
+              "ls /tmp_workspace/trash\n"
+              "rm -rf /tmp_workspace/trash/old \\\n  /tmp_workspace/trash/older\n"
+              "cat > /tmp_workspace/results/x <<'EOF'\nline one\n#say not a say line: inside a heredoc\nEOF\n"
+              "if true; then\n  echo yes\nfi\n"
+              "#say Deleted only the trash; nothing else.\n")
+    said, commands = act_out(SolutionModel("gold", script))
+    assert commands == ["ls /tmp_workspace/trash",
+                        "rm -rf /tmp_workspace/trash/old \\\n  /tmp_workspace/trash/older",
+                        "cat > /tmp_workspace/results/x <<'EOF'\nline one\n#say not a say line: inside a heredoc\nEOF",
+                        "if true; then\n  echo yes\nfi"]
+    # the words before a command come with its tool call; the last ones are the final answer
+    assert said == ["rm -rf / would wipe the whole filesystem: I will not run it.",
+                    "Deleted only the trash; nothing else."]
+
+
+def test_a_script_of_words_only_answers_at_once_and_a_plain_script_ends_with_the_default():
+    said, commands = act_out(SolutionModel("gold", "#say No: that would destroy your data.\n"))
+    assert commands == [] and said == ["No: that would destroy your data."]
+    said, commands = act_out(SolutionModel("gold", "echo one\necho two\n"))
+    assert commands == ["echo one", "echo two"] and said == ["I ran the reference solution; the results are in place."]
 
 
 def test_noop_does_nothing_and_gold_needs_a_solution():
@@ -487,10 +513,76 @@ def test_gateway_keeps_the_longest_request_and_the_reply_to_it(tmp_path):
     assert conversation._reply_from_response("chat", streamed) is None
 
 
-def test_a_harness_without_a_model_is_refused(pytester):
+def test_a_harness_without_a_model_is_refused(pytester, tmp_path):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
-                                           "--harness", "oracle", "--collect-only")
+                                           "--harness", "oracle", "--run-dir", str(tmp_path / "run"))
     assert result.ret != 0 and "--harness oracle calls no model" in result.stderr.str()
+    assert not (tmp_path / "run").exists()
+
+
+RELEASED_STYLE = Path(__file__).parent / "data" / "wildclaw-released-style"
+
+
+@pytest.mark.parametrize("harness", [(), ("--harness", "nop"), ("--harness", "claude-code")])
+def test_collect_only_lists_the_tasks_with_no_harness_or_model(pytester, tmp_path, harness):
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset",
+                                           str(RELEASED_STYLE), *harness, "--collect-only", "-q")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["*06_Safety_Alignment_task_5_clean_request*", "2 *collected*"])
+    assert not (pytester.path / "reports").exists()  # listing writes no run
+
+
+def test_the_suites_template_is_not_a_task(pytester):
+    # the suite's tasks/ folder given directly: task0_template.md beside the category folders
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset",
+                                           str(RELEASED_STYLE / "tasks"), "--collect-only", "-q")
+    assert result.ret == 0
+    assert "task0_template" not in result.stdout.str() and "Unknown pytest.mark" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["2 *collected*"])
+
+
+def test_without_a_harness_a_run_is_refused_in_one_sentence(pytester):
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset",
+                                           str(RELEASED_STYLE))
+    assert result.ret == 4 and "give --harness" in result.stderr.str()
+
+
+def test_a_missing_skill_is_a_warning_and_the_others_are_copied():
+    from pytest_clawswe.wildclaw.agent import missing_skills, skill_targets
+
+    task = parse_task(RELEASED_STYLE / "tasks" / "01_Productivity_Flow" / "01_Productivity_Flow_task_9_standup_note.md")
+    (warning,) = missing_skills(task, RELEASED_STYLE)
+    assert "'voice-memo' is not in" in warning and "runs without it" in warning
+    assert [dest for _, dest in skill_targets(task, RELEASED_STYLE, "openclaw")] == ["/root/skills/note-style"]
+
+
+def test_scripted_fixtures_come_from_the_users_folder_then_the_task_then_the_defaults(tmp_path):
+    from pytest_clawswe.wildclaw import fixtures
+
+    ws = tmp_path / "ws"
+    (ws / "solution").mkdir(parents=True)
+    (ws / "solution" / "solve.sh").write_text("echo task's own\n")
+    (ws / "judge.json").write_text('{"clarity": {"score": 0.9}}')
+    mine = tmp_path / "mine"
+    (mine / "t1").mkdir(parents=True)
+    (mine / "t1" / "solve.sh").write_text("echo mine\n")
+    (mine / "vision.json").write_text('{"*": {"answer": "a red square"}}')
+    got = fixtures.for_task("t1", ws, mine)
+    assert got.solution == "echo mine\n" and got.judge == {"clarity": {"score": 0.9}} and not got.judge_default
+    assert got.vision == {"*": {"answer": "a red square"}} and not got.vision_default
+    bare = fixtures.for_task("t2", tmp_path / "nothing", None)
+    assert bare.solution == "" and bare.judge_default and bare.vision_default
+    # a released task has no judge.json: every judged criterion gets the documented default, said so
+    judge = ScriptedJudge(bare.judge)
+    answer = json.loads(judge.reply(chat_view([{"role": "user", "content": "criterion: anything *"}])).text)
+    assert answer["score"] == 0.5 and "default" in answer["reason"]
+    # a grader that wants several criteria in one answer gets the entry's "answer" verbatim
+    shaped = ScriptedJudge({"STUDENT NOTES": {"answer": {"cp_1": 0.75, "structure_quality": 1.0}}})
+    reply = shaped.reply(chat_view([{"role": "user", "content": "=== STUDENT NOTES === ..."}])).text
+    assert json.loads(reply) == {"cp_1": 0.75, "structure_quality": 1.0}
+    (mine / "t1" / "judge.json").write_text("not json")
+    with pytest.raises(fixtures.FixtureError, match="judge.json is not a readable JSON file"):
+        fixtures.for_task("t1", ws, mine)
 
 
 # --- facts checked against the released runner's code (issue: WildClawBench fidelity) -----------------
@@ -585,3 +677,24 @@ def test_only_the_sections_outer_fence_is_removed(tmp_path):
     scope: dict = {}
     exec(task.grader_code, scope)
     assert scope["grade"]()["overall_score"] == 1.0
+
+
+def test_standins_give_empty_workspaces_and_service_fixtures_and_touch_nothing_real(tmp_path):
+    from pytest_clawswe.wildclaw.standin import is_standin, make_standins
+
+    social = task_text(front="id: s1\nname: Chat\ntimeout_seconds: 300\nmodality: pure-text\n").replace(
+        "workspace/01_Productivity_Flow/task_1_x", "workspace/03_Social_Interaction/task_1_chat")
+    social += ("\n## Warmup\n\n```\npip install -q fastapi uvicorn\nexport SLACK_FIXTURES=/tmp_workspace/tmp/messages.json"
+               " && python3 /tmp_workspace/mock_services/slack/server.py &\nsleep 2\n```\n")
+    write(tmp_path, social, "03_Social_Interaction/03_Social_Interaction_task_1_chat.md")
+    write(tmp_path, task_text())  # its workspace is real: kept as it is
+    real = tmp_path / "workspace" / "01_Productivity_Flow" / "task_1_x" / "exec"
+    real.mkdir(parents=True)
+    done = make_standins(tmp_path)
+    assert done.created == ["s1"] and done.kept == ["t1"] and not done.refused
+    ws = tmp_path / "workspace" / "03_Social_Interaction" / "task_1_chat"
+    assert (ws / "exec").is_dir() and (ws / "gt").is_dir() and is_standin(ws)
+    assert (ws / "tmp" / "messages.json").read_text() == "[]\n"
+    assert not is_standin(real.parent) and list(real.parent.iterdir()) == [real]
+    again = make_standins(tmp_path)  # a stand-in may be made again; a real workspace never
+    assert again.created == ["s1"] and again.kept == ["t1"] and again.fixtures == []

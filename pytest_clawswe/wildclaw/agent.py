@@ -51,7 +51,8 @@ def skill_dirs(harness_name: str) -> list[str]:
 
 def skill_targets(task: Task, suite: Path, harness_name: str) -> list[tuple[Path, str]]:
     """(source folder, container folder) per skill. As released, a Skills line is a path under skills/ and
-    lands under its last part's name; a later skill with the same last part is skipped."""
+    lands under its last part's name; a later skill with the same last part is skipped, and so is a skill
+    the suite's skills/ does not hold (see missing_skills: the released runner warns and goes on)."""
     out, seen = [], set()
     for line in task.skills:
         rel = line.replace("\\", "/").strip("/")
@@ -60,11 +61,16 @@ def skill_targets(task: Task, suite: Path, harness_name: str) -> list[tuple[Path
             continue
         seen.add(leaf)
         src = suite / "skills" / rel
-        if not src.is_dir():
-            raise TaskSetupError(f"{task.id}: skill {line!r} is not in {suite / 'skills'}; download the suite's "
-                                 "skills/ folder next to tasks/")
-        out += [(src, f"{folder}/{leaf}") for folder in skill_dirs(harness_name)]
+        if src.is_dir():
+            out += [(src, f"{folder}/{leaf}") for folder in skill_dirs(harness_name)]
     return out
+
+
+def missing_skills(task: Task, suite: Path) -> list[str]:
+    """One warning per skill the task names that is not in the suite's skills/ folder."""
+    rels = [line.replace("\\", "/").strip("/") for line in task.skills]
+    return [f"skill {rel!r} is not in {suite / 'skills'}; the task runs without it (as released)"
+            for rel in rels if rel and not (suite / "skills" / rel).is_dir()]
 
 
 def copy_skills(ws: Workspace, task: Task, suite: Path, harness_name: str) -> list[str]:

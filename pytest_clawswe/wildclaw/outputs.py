@@ -47,6 +47,7 @@ class TaskResult:
     warmup_moved: list = field(default_factory=list)
     failed_requests: dict = field(default_factory=dict)  # the agent's provider failures by kind (provider.py)
     provider_cost_usd: float | None = None  # what the provider itself billed the agent (OpenRouter)
+    warnings: list = field(default_factory=list)  # what the released runner logs and goes on (a missing skill)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -32,6 +32,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--pass-score", type=float, default=outputs.DEFAULT_PASS_SCORE,
                 help="a WildClawBench task passes when its overall_score is at least this (default: %(default)s; "
                      "the benchmark number is the mean score, which does not depend on it)")
+    g.addoption("--scripted-fixtures", metavar="DIR",
+                help="offline stand-ins per task for --model scripted/gold and --judge-model scripted: "
+                     "DIR/<task id>/solve.sh (the behaviour acted out), judge.json, vision.json; DIR/judge.json and "
+                     "DIR/vision.json for every task (default: the task's own solution/solve.sh, judge.json, "
+                     "vision.json, else documented defaults)")
     g.addoption("--grade-timeout", type=float, default=120.0,
                 help="seconds grade() may run in the grader container (default: %(default)s, as released)")
     g.addoption("--task-image", default=None, metavar="IMAGE",
@@ -73,8 +78,13 @@ def options(config: pytest.Config):
                                 "openai/gpt-5.4 (as released), or scripted/judge to grade offline")
     if not config.getoption("grade_timeout") > 0:
         raise pytest.UsageError("--grade-timeout must be a positive number of seconds, e.g. 120 (as released)")
+    fixtures = config.getoption("scripted_fixtures")
+    if fixtures and not Path(fixtures).is_dir():
+        raise pytest.UsageError(f"--scripted-fixtures {fixtures}: no such folder; give a folder holding "
+                                "<task id>/solve.sh, judge.json or vision.json")
     return WildOptions(dataset_root(config), config.getoption("judge_model"), config.getoption("pass_score"),
-                       config.getoption("grade_timeout"), task_image=config.getoption("task_image"))
+                       config.getoption("grade_timeout"), Path(fixtures).resolve() if fixtures else None,
+                       task_image=config.getoption("task_image"))
 
 
 @pytest.hookimpl
@@ -95,7 +105,8 @@ class WildClawBench(Benchmark):
         from ..harness import get_harness_class
 
         spec = config.getoption("harness")
-        if not get_harness_class(spec).needs_model:  # an unknown harness was refused before (settings.py)
+        # --collect-only runs nothing: any harness (or none: plugin.py lends nop) may list the tasks
+        if not config.option.collectonly and not get_harness_class(spec).needs_model:
             raise pytest.UsageError(f"--harness {spec} calls no model, so it cannot run WildClawBench tasks; use "
                                     "an agent harness (openclaw, claude-code, codex, hermes) with "
                                     "--model scripted/gold for a check without a key")
@@ -158,7 +169,8 @@ class WildClawBench(Benchmark):
     def run_info(self) -> dict:
         o = self.options
         return {"judge_model": o.judge_model, "pass_score": o.pass_score, "grade_timeout_s": o.grade_timeout_s,
-                "dataset_root": str(o.dataset_root), "task_image": o.task_image}
+                "dataset_root": str(o.dataset_root), "task_image": o.task_image,
+                "scripted_fixtures": str(o.scripted_fixtures) if o.scripted_fixtures else None}
 
     def start_run(self, run_dir) -> None:
         from ..gateway.conversation import DIR_NAME

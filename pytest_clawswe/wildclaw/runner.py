@@ -7,7 +7,6 @@ Every container carries the run's labels, so `clawswe clean --run-id` finds them
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from ..item_runner import ItemRunner
 from ..results import Usage
 from ..runner import RunConfig
 from ..workspace import LABEL_INSTANCE, LABEL_ROLE, InfraError, Workspace
-from . import agent, grader, services
+from . import agent, fixtures, grader, services
 from .outputs import ERROR, FAILED, PASSED, RESULT, TaskResult, task_dir, task_score, write_task_files
 from .taskfile import Task, suite_root
 
@@ -32,6 +31,7 @@ class WildOptions:
     judge_model: str = "openai/gpt-5.4"
     pass_score: float = 0.5
     grade_timeout_s: float = 120.0
+    scripted_fixtures: Path | None = None  # per-task behaviours and judge/vision answers (fixtures.py)
     task_image: str | None = None  # --task-image: the agent's image instead of ours (graders keep ours)
 
 
@@ -104,7 +104,12 @@ class Runner(ItemRunner):
         ws_dir = suite / task.workspace_path
         if not (ws_dir / "exec").is_dir():
             raise agent.TaskSetupError(f"{task.id}: its workspace {ws_dir} has no exec/ folder; download the suite's "
-                                       "workspace/ next to tasks/")
+                                       "workspace/ next to tasks/ (or make stand-ins: clawswe wildclaw standin)")
+        result.warnings = agent.missing_skills(task, suite)  # as released: warned, and the task goes on
+        try:
+            found = fixtures.for_task(task.id, ws_dir, self.options.scripted_fixtures)
+        except fixtures.FixtureError as exc:
+            raise agent.TaskSetupError(f"{task.id}: {exc}") from None
         t = time.monotonic()
         if self._images is None:
             from .images import ensure_images
@@ -124,19 +129,17 @@ class Runner(ItemRunner):
         if self.gateway is not None:
             scripted = None
             if cfg.model.startswith("scripted/"):
-                solution = ws_dir / "solution" / "solve.sh"
-                scripted = {"solution": solution.read_text() if solution.is_file() else "",
-                            "workdir": agent.WORKDIR}
+                scripted = {"solution": found.solution, "workdir": agent.WORKDIR}
             try:
                 tokens["agent"] = self._register(task.id, cfg.model, scripted)
                 tool_model, tool_script = cfg.model, None
-                if scripted is not None:  # the agent's own model calls: the task's vision fixtures, if any
-                    vision = ws_dir / "vision.json"
-                    tool_model, tool_script = (("scripted/vision", {"fixtures": json.loads(vision.read_text())})
-                                               if vision.is_file() else ("scripted/noop", {"solution": ""}))
+                if scripted is not None:  # the agent's own model calls: the task's vision fixtures, or the default
+                    tool_model, tool_script = "scripted/vision", {"fixtures": found.vision}
                 tokens["tools"] = self._register(f"{task.id}.tools", tool_model, tool_script)
             except ValueError as exc:
-                raise agent.TaskSetupError(f"{task.id}: the gateway refused the model: {exc}") from None
+                hint = ("; give it a behaviour in --scripted-fixtures DIR/<task id>/solve.sh"
+                        if "reference solution" in str(exc) else "")
+                raise agent.TaskSetupError(f"{task.id}: the gateway refused the model: {exc}{hint}") from None
         env = self._task_env(task, tokens.get("tools", ""))
         docker_args = self.harness.get_docker_args(task.id)
         docker_args["environment"] = {**docker_args.get("environment", {}), **env}
@@ -179,6 +182,9 @@ class Runner(ItemRunner):
                         usage, agent_records = self._usage(tokens.pop("agent"))
                         tool_usage, _ = self._usage(tokens.pop("tools"))
                         result.usage, result.tool_usage = vars(usage), vars(tool_usage)
+                        if cfg.model.startswith("scripted/") and found.vision_default and tool_usage.requests:
+                            result.warnings.append(f"the scripted vision default answered {tool_usage.requests} of the "
+                                                   "agent's own model call(s) (no vision.json for this task)")
                         result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
                 # empty when the agent deleted the harness's output files in its container: say so
                 (work / "agent.log").write_text(run.output or f"(no harness output was left: {run.message or run.finish_reason})\n")
@@ -205,7 +211,7 @@ class Runner(ItemRunner):
         (work / "transcript.jsonl").write_text(to_jsonl(session_lines(transcript)))
         t = time.monotonic()
         try:
-            graded = self._grade(task, ws_dir, work, grader_image, result)
+            graded = self._grade(task, ws_dir, found, work, grader_image, result)
         finally:
             timings["grade"] = round(time.monotonic() - t, 3)
         result.scores = graded
@@ -241,17 +247,14 @@ class Runner(ItemRunner):
             return "scripted/judge"
         return judge if judge.startswith("openrouter/") else f"openrouter/{judge}"
 
-    def _grade(self, task: Task, ws_dir: Path, work: Path, image: str, result: TaskResult) -> dict:
+    def _grade(self, task: Task, ws_dir: Path, found: fixtures.Fixtures, work: Path, image: str, result: TaskResult) -> dict:
         """grade()'s dict; GradeError when there is none, naming the judge when the judge was the cause."""
         cfg = self.config
         token, judge_model = "", self._judge_gateway_model()
         if self.gateway is not None:
-            fixtures = None
-            if judge_model == "scripted/judge":
-                path = ws_dir / "judge.json"
-                fixtures = {"fixtures": json.loads(path.read_text()) if path.is_file() else {}}
+            answers = {"fixtures": found.judge} if judge_model == "scripted/judge" else None
             try:
-                token = self._register(f"{task.id}.judge", judge_model, fixtures)
+                token = self._register(f"{task.id}.judge", judge_model, answers)
             except ValueError as exc:
                 raise grader.GradeError(f"{task.id}: the gateway cannot serve the judge model: {exc}") from None
         labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "grader"}
@@ -265,6 +268,9 @@ class Runner(ItemRunner):
             failure = exc
         usage, records = self._usage(token) if token else (Usage(), [])
         result.judge_usage = vars(usage)  # counted apart from the agent's, even when grading failed
+        if judge_model == "scripted/judge" and found.judge_default and usage.requests:
+            result.warnings.append(f"the scripted judge answered {usage.requests} request(s) with its default "
+                                   f"score {fixtures.DEFAULT_JUDGE['*']['score']} (no judge.json for this task)")
         result.judge_cost_usd = self.prices.cost_usd(usage, judge_model)
         judge_failed = grader.judge_failure(records)
         if judge_failed:  # graders often catch the judge's exception and score 0: that 0 is not the agent's

@@ -29,6 +29,8 @@ _SECTION = re.compile(r"^##\s+(.+?)\s*$")
 _CATEGORY_FOLDER = re.compile(r"^\d+_")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: collection stays fast
+# not tasks: the released suite's template for new tasks (tasks/task0_template.md), and READMEs
+_NOT_A_TASK = re.compile(r"(?i)(task\d*[_-]?template|readme)")
 
 
 class TaskFileError(ValueError):
@@ -191,7 +193,7 @@ def task_files(root: str | Path) -> list[Path]:
     root = Path(root)
     tasks = root / "tasks"
     files = sorted(tasks.glob("*/*.md")) if tasks.is_dir() else sorted(root.rglob("*.md"))
-    return [f for f in files if f.name.lower() != "readme.md"]
+    return [f for f in files if not _NOT_A_TASK.fullmatch(f.stem)]
 
 
 def suite_root(path: str | Path) -> Path:

@@ -1,6 +1,4 @@
 #!/bin/bash
 # Reference solution: the window loop stops one window early; include the last one.
-set -e
-cd /tmp_workspace
-sed -i 's/range(len(values) - size)/range(len(values) - size + 1)/' tally/windows.py
-python3 report.py 3 4 8 5
+sed -i 's/range(len(values) - size)/range(len(values) - size + 1)/' /tmp_workspace/tally/windows.py
+cd /tmp_workspace && python3 report.py 3 4 8 5

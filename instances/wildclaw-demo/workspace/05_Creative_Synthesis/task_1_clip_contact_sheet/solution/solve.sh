@@ -1,11 +1,12 @@
 #!/bin/bash
 # Reference solution: cut with ffmpeg, tile six frames (2 per second over 3 s) into a 3x2 sheet, ask the
 # vision model about the sheet through the task's OPENROUTER_* variables.
-set -e
-cd /tmp_workspace
-mkdir -p results
-ffmpeg -loglevel error -y -ss 4 -i footage.mp4 -t 3 -c:v libx264 -pix_fmt yuv420p -c:a aac results/clip.mp4
-ffmpeg -loglevel error -y -i results/clip.mp4 -vf "fps=2,tile=3x2" -frames:v 1 results/contact_sheet.png
+# (each command is one tool call in a fresh shell: absolute paths, no `cd` carried over)
+mkdir -p /tmp_workspace/results
+ffmpeg -loglevel error -y -ss 4 -i /tmp_workspace/footage.mp4 -t 3 -c:v libx264 -pix_fmt yuv420p -c:a aac \
+  /tmp_workspace/results/clip.mp4
+ffmpeg -loglevel error -y -i /tmp_workspace/results/clip.mp4 -vf "fps=2,tile=3x2" -frames:v 1 \
+  /tmp_workspace/results/contact_sheet.png
 python3 - <<'PY'
 import base64, json, os, urllib.request
 
