@@ -10,6 +10,7 @@ import os
 import re
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import threading
@@ -540,6 +541,28 @@ def test_client_disconnect_mid_stream_is_recorded_and_harmless(gateway, stub):
     # the gateway carries on
     again = register(gateway, "fwd__after-disconnect", "stub/vendor/model-x")
     assert _post(gateway.url + "/v1/chat/completions", {"Authorization": f"Bearer {again}"})[0] == 200
+
+
+def test_a_harness_that_hangs_up_at_the_last_event_had_a_whole_turn(gateway, stub):
+    """SDKs close the connection once they read a stream's last event; that close could land before the
+    gateway's end of the response and was recorded as a broken upstream stream, no turn (seen in CI)."""
+    token = register(gateway, "fwd__close-at-done", "stub/vendor/model-x")
+    body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+    for _ in range(20):
+        with socket.create_connection(tuple(gateway.url.split("//")[1].split(":")), timeout=10) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token.encode()
+                         + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
+                         + b"\r\n\r\n" + body)
+            seen = b""
+            while b"[DONE]" not in seen:
+                chunk = sock.recv(65536)
+                assert chunk, seen
+                seen += chunk
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, at once
+    records = gateway.client().requests(token)
+    assert len(records) == 20
+    assert [(r["status"], r.get("failure")) for r in records] == [(200, None)] * 20, records
+    assert gateway.client().usage(token).requests == 20
 
 
 def test_scripted_hang_holds_the_request_until_the_client_gives_up(gateway):

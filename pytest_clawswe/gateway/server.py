@@ -417,7 +417,10 @@ class Gateway:
                 collector.finish()
                 if share is not None:
                     await share()
-            await response.write_eof()
+            try:
+                await response.write_eof()
+            except ConnectionError:
+                pass  # the harness hung up once it had every event (SDKs close at the last one): delivered
         except _ClientGone:  # the harness hung up; leaving here stops reading the upstream too
             status, error = CLIENT_GONE, "client disconnected"
             try:  # but what the provider already sent is counted: its usage may be in it
