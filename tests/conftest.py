@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from pytest_clawswe.paths import DEMO_TASK_REPO
@@ -10,6 +12,15 @@ def pytest_addoption(parser):
                      help="tests marked exclusive (they restart the Docker engine or start a second one, so they "
                           "must run alone): include them (default), leave them out, or run only them. "
                           "scripts/test.sh runs the rest two at a time, then these alone.")
+
+
+def pytest_configure(config):
+    # scripts/test.sh runs the tests under pytest-xdist: its worker variables must not reach the pytest runs the
+    # tests start themselves, or those would take themselves for workers (no -n 3 of benchmark mode, no
+    # controller's Ctrl-C handling)
+    if hasattr(config, "workerinput"):
+        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+            os.environ.pop(name, None)
 
 
 def is_exclusive(item) -> bool:
