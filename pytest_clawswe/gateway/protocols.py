@@ -138,6 +138,12 @@ class Protocol:
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
+def provider_cost_of(usage) -> float | None:
+    """What a provider says a call cost, from its usage object (OpenRouter's `cost`, USD credits), else None."""
+    cost = usage.get("cost") if isinstance(usage, dict) else None
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+
+
 class StreamUsage:
     """Reads the usage out of a streamed response, one SSE event at a time."""
 
@@ -155,9 +161,9 @@ class StreamUsage:
             found = self.protocol.usage_from_event(data)
             if found is not None:
                 self.usage = found
-                cost = (data.get("usage") or {}).get("cost") if isinstance(data.get("usage"), dict) else None
-                if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-                    self.provider_cost = float(cost)
+                cost = provider_cost_of(data.get("usage"))
+                if cost is not None:
+                    self.provider_cost = cost
 
 
 # --------------------------------------------------------------------------- chat completions
@@ -485,9 +491,9 @@ class AnthropicStreamUsage(StreamUsage):
         else:
             return
         self.usage = self.protocol.usage_from_body({"usage": self._fields})
-        cost = self._fields.get("cost")  # a provider that bills in its answer (OpenRouter)
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-            self.provider_cost = float(cost)
+        cost = provider_cost_of(self._fields)
+        if cost is not None:
+            self.provider_cost = cost
 
 
 CHAT, RESPONSES, MESSAGES = ChatCompletions(), Responses(), Messages()

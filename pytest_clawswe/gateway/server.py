@@ -25,7 +25,7 @@ from . import ceiling, failures, fastjson, redact, shaping, sse
 from .client import STATE_FILE
 from .conversation import remember
 from .ledger import bounded, make_record, usage_of
-from .protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
+from .protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall, provider_cost_of
 from .registry import Registration, Registry
 from .scripted import HangingModel, scripted_usage
 from .upstream import Upstream
@@ -389,7 +389,7 @@ class Gateway:
                 obj = fastjson.loads(data)
                 if isinstance(obj, dict) and status < 400:
                     usage = protocol.usage_from_body(obj)
-                    request["clawswe_provider_cost"] = _provider_cost(obj)
+                    request["clawswe_provider_cost"] = provider_cost_of(obj.get("usage"))
                     if shape is not None and protocol is CHAT:
                         for choice in obj.get("choices") or []:
                             shape.remember((choice or {}).get("message"))
@@ -642,13 +642,6 @@ def quiet_bad_requests() -> None:
     server_log = logging.getLogger("aiohttp.server")
     if not any(isinstance(f, _OneLineBadRequests) for f in server_log.filters):
         server_log.addFilter(_OneLineBadRequests())
-
-
-def _provider_cost(obj: dict) -> float | None:
-    """What the provider says the call cost (OpenRouter's usage.cost, in USD credits), else None."""
-    usage = obj.get("usage") if isinstance(obj, dict) else None
-    cost = usage.get("cost") if isinstance(usage, dict) else None
-    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
 def _refuse(response: web.Response) -> web.Response:
