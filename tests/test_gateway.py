@@ -524,6 +524,15 @@ def test_unreachable_provider_is_a_502(gateway):
     assert gateway.client().requests(token)[0]["status"] == 502
 
 
+def records_once_written(gateway, token, timeout=20.0) -> list[dict]:
+    """The token's ledger records, waiting for the first (a hung-up request is recorded once the gateway sees it)."""
+    client = gateway.client()
+    deadline = time.monotonic() + timeout
+    while not client.requests(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return client.requests(token)
+
+
 def test_client_disconnect_mid_stream_is_recorded_and_harmless(gateway, stub):
     token = register(gateway, "fwd__disconnect", "stub/slow")
     conn = http.client.HTTPConnection(gateway.url.split("//")[1], timeout=30)
@@ -533,11 +542,7 @@ def test_client_disconnect_mid_stream_is_recorded_and_harmless(gateway, stub):
     assert response.status == 200 and response.readline().startswith(b"data: ")
     conn.sock.shutdown(socket.SHUT_RDWR)
     conn.close()
-    client = gateway.client()
-    deadline = time.monotonic() + 20
-    while not client.requests(token) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert client.requests(token)[0]["status"] == 499
+    assert records_once_written(gateway, token)[0]["status"] == 499
     # the gateway carries on
     again = register(gateway, "fwd__after-disconnect", "stub/vendor/model-x")
     assert _post(gateway.url + "/v1/chat/completions", {"Authorization": f"Bearer {again}"})[0] == 200
@@ -576,11 +581,7 @@ def test_scripted_hang_holds_the_request_until_the_client_gives_up(gateway):
         conn.getresponse()  # nothing, not even headers, within the client's own time-out
     conn.sock.shutdown(socket.SHUT_RDWR)
     conn.close()
-    client = gateway.client()
-    deadline = time.monotonic() + 20
-    while not client.requests(token) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    (record,) = client.requests(token)
+    (record,) = records_once_written(gateway, token)
     assert (record["status"], record["input_tokens"], record["output_tokens"]) == (499, 0, 0)
     assert record["latency_s"] >= 1.5
 
@@ -594,13 +595,9 @@ def test_a_client_gone_before_the_stream_starts_is_its_own_disconnect_not_an_unr
                  {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     conn.sock.shutdown(socket.SHUT_RDWR)  # gone before the provider answers
     conn.close()
-    client = gateway.client()
-    deadline = time.monotonic() + 20
-    while not client.requests(token) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    (record,) = client.requests(token)
+    (record,) = records_once_written(gateway, token)
     assert (record["status"], record["error"]) == (499, "client disconnected"), record
-    assert client.usage(token).requests == 1  # the model answered: a turn
+    assert gateway.client().usage(token).requests == 1  # the model answered: a turn
 
 
 def test_concurrent_instances_are_counted_apart(gateway):
