@@ -1,5 +1,7 @@
-"""The stop of every process (container_kill): the helper stops what is left, a fork chain too, the container is
-never left frozen, and a command with a deadline is read back when it ends (issue 25 §4)."""
+"""The stop of every process (container_kill): a helper container only when something is left to kill (issue 25
+§4: it cost 0.6-0.8 s under load, twice per item), the short way never misses a process that runs, the helper
+stops what is left, a fork chain too, the container is never left frozen, and a command with a deadline is read
+back when it ends."""
 import time
 
 import docker.errors
@@ -22,6 +24,18 @@ def _stoppers_created(docker_client, value: str, since: float) -> int:
 def _left(ws) -> list[str]:
     out = ws.exec(["sh", "-c", "for d in /proc/[0-9]*; do echo \"$(tr '\\0' ' ' < $d/cmdline)\"; done"]).output
     return [line for line in out.splitlines() if line.strip() and "/proc/[0-9]" not in line and "tr " not in line]
+
+
+def test_a_container_with_nothing_left_is_stopped_without_a_helper(docker_client, python_demo):
+    with Workspace(docker_client, python_demo.image, labels={LABEL: "kill-clean"}, network="none") as ws:
+        ws.exec("true", check=True)
+        since = time.time()
+        ws.kill_all()
+        ws.kill_all()
+        assert _stoppers_created(docker_client, "kill-clean", since) == 0
+        ws.container.reload()
+        assert ws.container.status == "running"
+        assert ws.exec("echo still-here").stdout.strip() == "still-here"
 
 
 def test_a_process_left_behind_is_killed_by_the_helper(docker_client, python_demo):

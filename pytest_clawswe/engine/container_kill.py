@@ -4,16 +4,18 @@ An agent may delete its container's shell (`rm -rf /`), fill its disk or use up 
 inside the container (an exec of `sh`) fails then, and the item would end as an infrastructure error. Here:
 
 1. the container is frozen (Docker's pause: the cgroup freezer), so no process can fork while it is killed;
-2. a helper container from the same image (its files untouched by the agent: the image is read-only under
-   the container's writable layer) joins the container's pid namespace, but not its cgroup (its own pids
+   when the engine's list of the frozen container's processes (`docker top`: its cgroup's, read by the engine,
+   nothing inside the container used) is tini and one child of it, nothing else runs and nothing can start
+   one: the container is thawed and that is all (~50 ms; the usual case once a harness has ended well);
+2. otherwise a helper container from the same image (its files untouched by the agent: the image is read-only
+   under the container's writable layer) joins the container's pid namespace, but not its cgroup (its own pids
    limit, its own disk), and sends SIGKILL to every process but tini (PID 1) and the keep-alive process;
 3. the container is thawed (and made sure of: an exec into a frozen container hangs in the kernel, and the
    engine with it), the killed processes die, tini reaps them, and the helper checks that nothing but those
    two is left (up to 10 s).
-A shorter way (thaw at once when the engine's `docker top` of the frozen container lists only tini and the
-keep-alive) was tried and withdrawn: under CI load an exec started right after such a thaw hung in the frozen
-cgroup once (a runc freeze/exec race) and the engine stopped answering; the helper's time after the thaw
-keeps the next exec clear of it.
+No exec of the container may be starting while it is frozen (_let_starting_execs_start): runc setting one up in
+a frozen cgroup hangs in the kernel and the engine with it. That, not the short way of step 1, hung CI's
+SIGKILL-then-SIGINT test twice (it hung the same with the short way withdrawn, and passed once this wait came).
 """
 from __future__ import annotations
 
@@ -75,6 +77,8 @@ def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
             raise InfraError(f"could not freeze the container to stop its processes: {exc}") from exc
     helper = None
     try:
+        if _only_tini_and_keepalive(api, container.id):
+            return  # (thawed below) nothing of the agent's runs, and nothing that is left can fork
         try:
             helper = client.containers.run(
                 image, ["sh", "-c", _KILLER, "sh", str(int(KILL_DEADLINE_S / 0.05))], entrypoint=[],
@@ -102,6 +106,25 @@ def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
             pass
     if code != 0:
         raise InfraError(f"processes in the container survived SIGKILL for {KILL_DEADLINE_S:.0f} s")
+
+
+def _only_tini_and_keepalive(api, container_id: str) -> bool:
+    """True when the (frozen) container runs two processes: tini (the container's main process, State.Pid) and
+    one child of it. That child is the keep-alive: tini exits, and the container with it, once its child ends.
+    A zombie is listed too (then False). Any doubt (the engine's `ps` failed, columns missing): False, and the
+    helper decides. Read from the engine only: host pids, the container's cgroup, the host's `ps`."""
+    try:
+        init = api.inspect_container(container_id)["State"]["Pid"]
+        top = api.top(container_id)
+        titles = top["Titles"]
+        pid_at, ppid_at = titles.index("PID"), titles.index("PPID")
+        procs = [(int(p[pid_at]), int(p[ppid_at])) for p in top["Processes"] or []]
+    except (docker.errors.DockerException, KeyError, ValueError, IndexError, TypeError):
+        return False
+    if not init or len(procs) != 2:
+        return False
+    (a, a_parent), (b, b_parent) = procs
+    return (a == init and b_parent == init) or (b == init and a_parent == init)
 
 
 def _let_starting_execs_start(api, container_id: str, limit_s: float = 5.0) -> None:
