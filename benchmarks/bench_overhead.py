@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 import docker
-from pytest_clawswe.engine.client.cache_level import SOURCE_LABEL
-from pytest_clawswe.engine.client.docker_workspace import docker_client
-from pytest_clawswe.harness.adapter.adapters.nop import NopHarness
-from pytest_clawswe.harness.adapter.adapters.oracle import OracleHarness
+from pytest_clawswe.engine.cache_level import SOURCE_LABEL
+from pytest_clawswe.engine.client import docker_client
+from pytest_clawswe.harness.adapters.nop import NopHarness
+from pytest_clawswe.harness.adapters.oracle import OracleHarness
 
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.swe.dataset import load_instances
