@@ -14,6 +14,12 @@
   same load.
 - the `nop` harness does nothing, so its whole agent phase is the machinery's (create_agent, the stop of every
   process, backup_session, delete_agent): `overhead_all_in_s` adds it to `overhead_excluding_tests_s`.
+- back to back (`sequence`), as a worker runs its items: the demo set through one runner with the oracle, each
+  item told which comes next (the session does this from pytest's nextitem), so the next item's container is made
+  while this one's patch is read and graded (run/ahead.py). Per item: its wall time minus the agent's own work
+  (the oracle's send_task, here also waiting until the evaluation container made ahead is ready, as an agent that
+  works over EvalContainer.AFTER_S = 2 s finds it) minus the instance's tests: `overhead_s`. The first item of a
+  worker has nothing made ahead: reported apart (`first_item_overhead_s`).
 - `--rounds N` runs all of it N times (the machine is shared: each round's medians and load average are kept,
   and the medians over the rounds reported).
 
@@ -43,7 +49,7 @@ from pytest_clawswe.swe.instance_runner import InstanceRunner as Runner
 from pytest_clawswe.swe.prepare import PREPARED_REPO
 
 RESULTS = Path(__file__).parent / "results" / "overhead.json"
-ROUND_KEYS = ("median_overhead_excluding_tests_s", "median_overhead_excluding_tests_with_container_ahead_s",
+ROUND_KEYS = ("sequence_median_overhead_s", "sequence_mean_overhead_s", "median_overhead_excluding_tests_s", "median_overhead_excluding_tests_with_container_ahead_s",
               "median_overhead_all_in_s", "median_overhead_all_in_with_container_ahead_s",
               "container_start_median_s", "plain_docker_run_cli_median_s", "plain_docker_run_sdk_median_s")
 PHASES = ("prepare_image", "container_start", "purge_check", "agent", "patch", "container_remove", "score")
@@ -143,6 +149,7 @@ def per_instance(repeat: int) -> dict:
                 "plain_docker_run_cli_s": round(statistics.median(p[0] for p in plain), 3),
                 "plain_docker_run_sdk_s": round(statistics.median(p[1] for p in plain), 3),
             })
+        seq = sequence(Path(tmp), client, 1)
     worst = max(r["overhead_excluding_tests_s"] for r in rows)
     starts = [r["cached"]["container_start"] for r in rows]
     return {"instances": rows, "worst_overhead_excluding_tests_s": worst, "target_s": 0.5,
@@ -156,7 +163,63 @@ def per_instance(repeat: int) -> dict:
             "container_start_median_s": round(statistics.median(starts), 3),
             "plain_docker_run_cli_median_s": round(statistics.median(r["plain_docker_run_cli_s"] for r in rows), 3),
             "plain_docker_run_sdk_median_s": round(statistics.median(r["plain_docker_run_sdk_s"] for r in rows), 3),
+            **seq,
             "load_average": load_before + os.getloadavg()}
+
+
+class _TimedOracle(OracleHarness):
+    """The oracle, its send_task timed: the agent's own work, left out of the overhead. It ends once the evaluation
+    container made ahead is ready (an agent working over EvalContainer.AFTER_S finds it so)."""
+
+    runner = None
+    sent = 0.0
+
+    def send_task(self, ctx, prompt):
+        t = time.perf_counter()
+        try:
+            return super().send_task(ctx, prompt)
+        finally:
+            ahead = getattr(self.runner, "_eval_ahead", None)
+            if ahead is not None:
+                ahead._thread.join()
+            self.sent = time.perf_counter() - t
+
+
+def sequence(tmp: Path, client, rounds: int) -> dict:
+    from pytest_clawswe.swe.scoring import EvalContainer
+
+    after_s, EvalContainer.AFTER_S = EvalContainer.AFTER_S, 0.0  # made when the agent starts; see _TimedOracle
+    items, firsts = [], []
+    try:
+        insts = load_instances("demo")
+        for r in range(rounds):
+            harness = _TimedOracle()
+            run_dir = tmp / f"sequence-{r}"
+            runner = Runner(RunConfig("bench-overhead", run_dir, "oracle", ""), harness, client,
+                            progress=lambda m: None)
+            harness.runner = runner
+            for i, inst in enumerate(insts):
+                runner.upcoming = insts[i + 1] if i + 1 < len(insts) else None
+                t = time.perf_counter()
+                result = runner.run(inst)
+                wall = time.perf_counter() - t
+                tests = _test_seconds(run_dir / "instances" / inst.instance_id / "eval")
+                (firsts if i == 0 else items).append({
+                    "instance_id": inst.instance_id, "round": r, "wall_s": round(wall, 3),
+                    "agent_work_s": round(harness.sent, 3), "tests_s": tests,
+                    "overhead_s": round(wall - harness.sent - tests, 3), "made_ahead": "made_ahead" in result.timings,
+                    "resolved": result.resolved, "timings": result.timings})
+            runner.close()
+    finally:
+        EvalContainer.AFTER_S = after_s
+    overheads = [r["overhead_s"] for r in items]
+    return {"sequence": items, "first_items": firsts,
+            "sequence_median_overhead_s": round(statistics.median(overheads), 3),
+            "sequence_mean_overhead_s": round(statistics.mean(overheads), 3),
+            "sequence_worst_overhead_s": max(overheads),
+            "first_item_overhead_s": round(statistics.median(r["overhead_s"] for r in firsts), 3),
+            "sequence_all_resolved": all(r["resolved"] for r in items + firsts),
+            "sequence_all_made_ahead": all(r["made_ahead"] for r in items)}
 
 
 def _test_seconds(eval_dir: Path) -> float:

@@ -24,6 +24,7 @@ from pytest_clawswe.labels import LABEL_RUN, owner_label
 from pytest_clawswe.run.result import ERROR
 
 if TYPE_CHECKING:
+    from pytest_clawswe.run.ahead import Ahead
     from pytest_clawswe.gateway.run import RunGateway
 
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
@@ -70,6 +71,10 @@ class ItemRunner:
         self._harness_ready = False
         # the result of the attempt running now (set by _run_once): an infrastructure retry carries its usage
         self._last_result: Any = None
+        # the target of the item this process runs next (the session sets it; None: the last one, or unknown),
+        # and what was made ahead for it (run/ahead.py)
+        self.upcoming: Any = None
+        self.ahead: Ahead | None = None
 
     # -- what a benchmark fills in ------------------------------------------------------------------
     def item_dir(self, item_id: str) -> Path:
@@ -138,6 +143,9 @@ class ItemRunner:
 
     # -- shared ---------------------------------------------------------------------------------------
     def close(self) -> None:
+        if self.ahead is not None:  # the item it was made for never ran
+            self.ahead.discard()
+            self.ahead = None
         if self._harness_ready:
             self._harness_ready = False
             self.harness.teardown()

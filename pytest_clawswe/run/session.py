@@ -29,6 +29,7 @@ from pytest_clawswe.run.bundle_check import ensure_bundle
 from pytest_clawswe.run.clean import sweep_run
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.gateway_start import start_gateway
+from pytest_clawswe.run.item import BenchmarkItem
 from pytest_clawswe.run.item_runner import progress as _progress
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
@@ -205,6 +206,12 @@ class RunSession:
         from pytest_clawswe.engine.cache_level import resolve
 
         self.cfg.cache_level = resolve(self.cfg.cache_level, len(session.items))  # xdist workers see every item
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """Tell the runner which item this process runs next, so what it needs is made while this one ends."""
+        if isinstance(item, BenchmarkItem) and not self.stopping:
+            self.runner.upcoming = nextitem.target if isinstance(nextitem, BenchmarkItem) else None
 
     # -- progress ----------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -25,7 +25,7 @@ from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item_runner import ItemRunner
 from pytest_clawswe.swe.dataset import Instance, load_row
 from pytest_clawswe.swe.patch import collect_patch, reset_tree, scrub_artifacts
-from pytest_clawswe.swe.prepare import check_purged, prepared_image
+from pytest_clawswe.swe.prepare import cached_prepared_image, check_purged, prepared_image
 from pytest_clawswe.swe.prompt import instance_prompt
 from pytest_clawswe.swe.results import METADATA, InstanceResult, instance_dir
 from pytest_clawswe.usage import Usage
@@ -66,7 +66,7 @@ class InstanceRunner(ItemRunner):
     def new_result(self, instance: Instance) -> InstanceResult:
         cfg = self.config
         self._lease = ImageLease()
-        self._ahead: EvalContainer | None = None
+        self._eval_ahead: EvalContainer | None = None
         self._removals: list[threading.Thread] = []
         return InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
                               model=cfg.model, language=instance.language, repo=instance.repo,
@@ -77,8 +77,8 @@ class InstanceRunner(ItemRunner):
             _add_carried(result, carried)
         for removal in self._removals:  # the agent's container, removed beside the evaluation
             removal.join()
-        if self._ahead is not None:  # the item ended before its evaluation: its container goes
-            self._ahead.discard()
+        if self._eval_ahead is not None:  # the item ended before its evaluation: its container goes
+            self._eval_ahead.discard()
         budget = self.config.image_cache
         if budget or self.config.cache_level in ("base", "none"):
             _join_eval_removals()  # an image a container still runs from is never removed
@@ -109,22 +109,20 @@ class InstanceRunner(ItemRunner):
         timings["prepare_image"] = round(time.monotonic() - t, 3)
 
         self._ensure_harness()
-        labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}
-        docker_args = {"network": cfg.network, **self.harness.get_docker_args(instance.instance_id)}
         t = time.monotonic()
-        ws = self.workspace_factory(image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
-                                    **docker_args)
-        with _RemovedBeside(ws, self._removals):
+        made_ahead = self._take_ahead(instance, image, timings)
+        ws = made_ahead if made_ahead is not None else self._new_workspace(instance, image)
+        with _RemovedBeside(ws, self._removals, started=made_ahead is not None):
             timings["container_start"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
-            if cfg.purge:
+            if cfg.purge and made_ahead is None:  # (made ahead: proven there, in this container)
                 check_purged(ws, row["base_commit"])  # proven again on every item, cached image or not
             timings["purge_check"] = round(time.monotonic() - t, 3)
 
             # the evaluation's container is made and started while the agent works: off the item's critical path
             from pytest_clawswe.swe.scoring import EvalContainer
 
-            self._ahead = EvalContainer(self.client, row, cfg.run_id, {**self.labels, LABEL_INSTANCE:
+            self._eval_ahead = EvalContainer(self.client, row, cfg.run_id, {**self.labels, LABEL_INSTANCE:
                                                                        instance.instance_id}, cfg.mem_limit)
             ctx = AgentContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
             if self.gateway is not None:
@@ -140,6 +138,7 @@ class InstanceRunner(ItemRunner):
                     result.usage = self.gateway.usage(instance.instance_id)
                 result.cost_usd = self.prices.cost_usd(result.usage, cfg.model)
             (work / "agent.log").write_text(run.output)
+            self._start_ahead()  # the next item's container, while this item's patch is read and graded
             result.finish_reason = run.finish_reason
             provider_end: str | InfraError | None = None
             if self.gateway is not None:  # raised below, once the patch is saved: a provider failure is no verdict
@@ -184,11 +183,63 @@ class InstanceRunner(ItemRunner):
         t = time.monotonic()
         graded = score(self.client, row, patch.clean, run_id=cfg.run_id, model_label=cfg.model_label,
                        eval_dir=work / "eval", labels={**self.labels, LABEL_INSTANCE: instance.instance_id},
-                       timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit, ahead=self._ahead)
+                       timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit, ahead=self._eval_ahead)
         timings["score"] = round(time.monotonic() - t, 3)
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
         if graded.message and not result.error:
             result.error = graded.message if graded.outcome != "resolved" else ""
+
+    def _new_workspace(self, instance: Instance, image: str) -> BaseWorkspace:
+        """The agent's sandbox for `instance` from its prepared `image` (not started)."""
+        cfg = self.config
+        labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}
+        docker_args = {"network": cfg.network, **self.harness.get_docker_args(instance.instance_id)}
+        return self.workspace_factory(image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
+                                      **docker_args)
+
+    def _ahead_key(self, instance: Instance, image: str) -> str:
+        """What the sandbox is made of: one made ahead is taken only when this is the same at the item's start."""
+        cfg = self.config
+        return repr((image, cfg.network, cfg.mem_limit, cfg.pids_limit, cfg.purge,
+                     sorted(self.harness.get_docker_args(instance.instance_id).items())))
+
+    def _start_ahead(self) -> None:
+        """Make the next item's sandbox (started, its tree proven purged) in a thread, when its prepared image is
+        there already: the container start and the purge check leave that item's critical path (run/ahead.py)."""
+        from pytest_clawswe.run import ahead
+
+        nxt, cfg = self.upcoming, self.config
+        if not isinstance(nxt, Instance) or self.ahead is not None or not self._harness_ready or not ahead.enabled():
+            return
+
+        def make():
+            if self.finished(nxt.instance_id) is not None:  # --resume keeps it: it never starts
+                return None
+            row = load_row(nxt, cfg.dataset_revision)
+            image = cached_prepared_image(self.client, row["image"], row["base_commit"], nxt.setup_gitignore,
+                                          cfg.purge)
+            if image is None:  # it is prepared when its turn comes
+                return None
+            ws = self._new_workspace(nxt, image).start()
+            try:
+                if cfg.purge:
+                    check_purged(ws, row["base_commit"])
+            except BaseException:
+                ws.remove()
+                raise
+            return self._ahead_key(nxt, image), ws
+
+        self.ahead = ahead.Ahead(nxt.instance_id, make, lambda ws: ws.remove())
+
+    def _take_ahead(self, instance: Instance, image: str, timings: dict) -> BaseWorkspace | None:
+        """The sandbox made ahead for this item when it is what the item would make now; None otherwise."""
+        made, self.ahead = self.ahead, None
+        if made is None:
+            return None
+        ws = made.take(instance.instance_id, self._ahead_key(instance, image))
+        if ws is not None:
+            timings["made_ahead"] = made.seconds
+        return ws
 
     def _ensure_harness(self) -> None:
         if not self._harness_ready and self.image_source is not None:
@@ -278,11 +329,11 @@ class _RemovedBeside:
     """The agent's workspace, started on entry and removed on exit in a thread (joined when the item ends): the
     removal runs beside the evaluation, off the item's critical path."""
 
-    def __init__(self, ws: BaseWorkspace, pending: list[threading.Thread]):
-        self.ws, self.pending = ws, pending
+    def __init__(self, ws: BaseWorkspace, pending: list[threading.Thread], started: bool = False):
+        self.ws, self.pending, self.started = ws, pending, started
 
     def __enter__(self) -> BaseWorkspace:
-        return self.ws.start()
+        return self.ws if self.started else self.ws.start()
 
     def __exit__(self, *exc) -> None:
         removal = threading.Thread(target=self.ws.remove, name="clawswe-workspace-remove", daemon=True)

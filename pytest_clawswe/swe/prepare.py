@@ -162,6 +162,17 @@ def prepare(ws: BaseWorkspace, base_commit: str, gitignore: bool, purge: bool = 
         check_purged(ws, base_commit)
 
 
+def cached_prepared_image(client: docker.DockerClient, image: str, base_commit: str, gitignore: bool,
+                          purge: bool = True) -> str | None:
+    """The prepared image's tag when it is made already; None when it is not, or its instance image is missing."""
+    try:
+        tag = _prepared_tag(client, image, base_commit, gitignore, purge)
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    return tag
+
+
 def prepared_image(client: docker.DockerClient, image: str, base_commit: str, gitignore: bool,
                    labels: dict[str, str], progress=print, purge: bool = True) -> tuple[str, float]:
     """The derived image with /testbed prepared; built once per (image, base, settings).
