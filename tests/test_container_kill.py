@@ -38,6 +38,40 @@ def test_a_container_with_nothing_left_is_stopped_without_a_helper(docker_client
         assert ws.exec("echo still-here").stdout.strip() == "still-here"
 
 
+def _pauses(docker_client, container_id: str, since: float) -> int:
+    events = docker_client.events(since=int(since) - 1, until=int(time.time()) + 1, decode=True,
+                                  filters={"type": "container", "event": "pause", "container": container_id})
+    return sum(1 for _ in events)
+
+
+def test_the_pids_cgroup_read_here_counts_every_task_of_the_container(docker_client, python_demo):
+    """Step 0: the count the unfrozen shortcut trusts is the container's own, a process started later included,
+    and nothing is read for a process that is not the container's (another machine's engine)."""
+    import os
+
+    from pytest_clawswe.engine.container_kill import _host_tasks
+
+    with Workspace(docker_client, python_demo.image, labels={LABEL: "kill-count"}, network="none") as ws:
+        state = docker_client.api.inspect_container(ws.container.id)["State"]
+        assert _host_tasks(ws.container.id, state["Pid"]) == 2
+        ws.exec("(setsid sleep 1000 &)", check=True)
+        assert _host_tasks(ws.container.id, state["Pid"]) == 3
+        assert _host_tasks(ws.container.id, os.getpid()) is None  # not this container's process
+        assert _host_tasks(ws.container.id, None) is None
+
+
+def test_a_container_with_nothing_left_is_not_even_frozen(docker_client, python_demo):
+    with Workspace(docker_client, python_demo.image, labels={LABEL: "kill-unfrozen"}, network="none") as ws:
+        ws.exec("true", check=True)
+        since = time.time()
+        ws.kill_all()
+        assert _pauses(docker_client, ws.container.id, since) == 0
+        ws.exec("(setsid sleep 1000 &)", check=True)
+        ws.kill_all()  # something runs: frozen, and the helper kills it
+        assert _pauses(docker_client, ws.container.id, since) >= 1
+        assert not any("sleep 1000" in line for line in _left(ws))
+
+
 def test_a_process_left_behind_is_killed_by_the_helper(docker_client, python_demo):
     with Workspace(docker_client, python_demo.image, labels={LABEL: "kill-left"}, network="none") as ws:
         ws.exec("(setsid sleep 1000 &)", check=True)

@@ -3,6 +3,9 @@
 An agent may delete its container's shell (`rm -rf /`), fill its disk or use up its pids limit; a kill run
 inside the container (an exec of `sh`) fails then, and the item would end as an infrastructure error. Here:
 
+0. when the engine runs on this machine, the container's pids cgroup is read here: when it holds two tasks (tini
+   and its one child, the keep-alive; threads count), nothing else runs and nothing that is left can fork:
+   done, without freezing it (no exec of it is starting: see below);
 1. the container is frozen (Docker's pause: the cgroup freezer), so no process can fork while it is killed;
    when the engine's list of the frozen container's processes (`docker top`: its cgroup's, read by the engine,
    nothing inside the container used) is tini and one child of it, nothing else runs and nothing can start
@@ -20,6 +23,7 @@ SIGKILL-then-SIGINT test twice (it hung the same with the short way withdrawn, a
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import docker.errors
 
@@ -65,7 +69,11 @@ exit 1
 def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
     """SIGKILL every process in `container` but tini and its keep-alive child; InfraError if some survive."""
     api = client.api
-    _let_starting_execs_start(api, container.id)
+    state = _let_starting_execs_start(api, container.id)
+    if state is not None and not state.get("Running", True):
+        return  # it exited (its keep-alive was killed from outside): nothing runs in it
+    if state is not None and not state.get("Paused") and _host_tasks(container.id, state.get("Pid")) == 2:
+        return  # tini and the keep-alive, and nothing else: nothing to kill, nothing that can start one
     try:
         api.pause(container.id)
     except docker.errors.NotFound:
@@ -108,6 +116,31 @@ def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
         raise InfraError(f"processes in the container survived SIGKILL for {KILL_DEADLINE_S:.0f} s")
 
 
+def _host_tasks(container_id: str, init_pid: int | None) -> int | None:
+    """The tasks (processes and threads) in the container's pids cgroup, read on this machine when its engine runs
+    here; None when it cannot be read so (another machine's engine: its main process is not the one /proc shows
+    here, whose cgroup path then does not name the container; no pids controller). cgroup v1 and v2."""
+    if not init_pid:
+        return None
+    try:
+        lines = Path(f"/proc/{int(init_pid)}/cgroup").read_text().splitlines()
+    except (OSError, ValueError):
+        return None
+    paths = dict(line.split(":", 2)[1:] for line in lines if line.count(":") >= 2)
+    if "pids" in paths:
+        where = Path("/sys/fs/cgroup/pids", paths["pids"].lstrip("/"))
+    elif "" in paths and Path("/sys/fs/cgroup/cgroup.controllers").is_file():  # v2: one hierarchy
+        where = Path("/sys/fs/cgroup", paths[""].lstrip("/"))
+    else:
+        return None
+    if container_id not in str(where):
+        return None
+    try:
+        return int((where / "pids.current").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def _only_tini_and_keepalive(api, container_id: str) -> bool:
     """True when the (frozen) container runs two processes: tini (the container's main process, State.Pid) and
     one child of it. That child is the keep-alive: tini exits, and the container with it, once its child ends.
@@ -127,25 +160,29 @@ def _only_tini_and_keepalive(api, container_id: str) -> bool:
     return (a == init and b_parent == init) or (b == init and a_parent == init)
 
 
-def _let_starting_execs_start(api, container_id: str, limit_s: float = 5.0) -> None:
+def _let_starting_execs_start(api, container_id: str, limit_s: float = 5.0) -> dict | None:
     """Wait until no exec of the container is still being started before it is frozen. A Ctrl-C can leave one
     sent but not answered; frozen while runc sets it up, it hangs in the kernel and holds the container's lock in
     the engine, which then stops answering about that container (seen in CI: test_faults' SIGKILL-then-SIGINT
-    test, twice). An exec created but never started looks the same: the wait is bounded."""
+    test, twice). An exec created but never started looks the same: the wait is bounded. Returns the container's
+    State as the engine gave it (None: it did not answer, or an exec was still starting at the deadline)."""
     deadline = time.monotonic() + limit_s
     try:
-        exec_ids = api.inspect_container(container_id).get("ExecIDs") or []
+        info = api.inspect_container(container_id)
     except docker.errors.DockerException:
-        return
-    for exec_id in exec_ids:
-        while time.monotonic() < deadline:
+        return None
+    for exec_id in info.get("ExecIDs") or []:
+        while True:
             try:
-                info = api.exec_inspect(exec_id)
+                started = api.exec_inspect(exec_id)
             except docker.errors.DockerException:
                 break  # gone
-            if info.get("Running") or info.get("ExitCode") is not None:
+            if started.get("Running") or started.get("ExitCode") is not None:
                 break
+            if time.monotonic() > deadline:
+                return None  # one may still start: not settled
             time.sleep(0.05)
+    return info.get("State") or {}
 
 
 def thaw(api, container_id: str, tries: int = 5) -> None:
