@@ -1,11 +1,17 @@
-"""The evaluation container made ahead (scoring.EvalContainer) also runs, while the agent works, the commands of
+"""The evaluation container made ahead (scoring.EvalContainer) also runs, while the agent works, the calls of
 swebench's run_instance that do not depend on the patch: the `mkdir -p` before each copy into the container
-(the patch to /tmp, the eval script to /). run_instance still calls them; each is answered once with the result
-it had when it ran ahead, in the same fresh container no one else touched. Two execs off the critical path.
+(the patch to /tmp, the eval script to /) and the copy of the eval script itself. run_instance still makes them;
+each is answered once with the result it had when it ran ahead, in the same fresh container no one else touched,
+and only when it is the same call (the eval script: the same file, mode and owner, byte for byte; an instance
+with binary assets adds commands to it, and is not copied ahead). Two execs and a copy off the critical path.
 """
 from __future__ import annotations
 
+import io
+import os
 import posixpath
+import tarfile
+import tempfile
 
 from swebench.harness.constants import CONTAINER_PATCH_FILE
 
@@ -16,14 +22,28 @@ AHEAD = tuple(f"mkdir -p {d}" for d in (posixpath.dirname(CONTAINER_PATCH_FILE),
 class MadeAhead:
     """A docker Container whose AHEAD commands already ran; everything else goes to the container itself."""
 
-    def __init__(self, container):
+    def __init__(self, container, eval_script: str | None = None):
         self._container = container
         self._done = {}
+        self._copied: tuple | None = None  # the eval script's tar member as copied ahead, and its bytes
         for cmd in AHEAD:
             try:
                 self._done[cmd] = container.exec_run(cmd)
             except Exception:  # noqa: BLE001  then run_instance runs it itself, and sees what fails
                 pass
+        if eval_script is not None:
+            try:
+                data = _tar_like_swebench(EVAL_NAME, eval_script)
+                if container.put_archive("/", data):
+                    self._copied = _members(data)
+            except Exception:  # noqa: BLE001  run_instance copies it itself
+                self._copied = None
+
+    def put_archive(self, path, data):
+        if path == "/" and self._copied is not None and _members(data) == self._copied:
+            self._copied = None  # once
+            return True
+        return self._container.put_archive(path, data)
 
     def exec_run(self, cmd, *args, **kwargs):
         if not args and not kwargs and isinstance(cmd, str) and cmd in self._done:
@@ -32,3 +52,28 @@ class MadeAhead:
 
     def __getattr__(self, name):
         return getattr(self._container, name)
+
+
+EVAL_NAME = "eval.sh"  # run_instance copies the eval script to /eval.sh
+
+
+def _tar_like_swebench(name: str, text: str) -> bytes:
+    """The archive docker_utils.copy_to_container makes of a file run_instance wrote with write_text."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, name)
+        with open(src, "w") as f:
+            f.write(text)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(src, arcname=name)
+        return buf.getvalue()
+
+
+def _members(data: bytes) -> tuple | None:
+    """What extracting `data` makes, but its time: each member's name, type, mode, owner and bytes."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+            return tuple((m.name, m.type, m.mode, m.uid, m.gid, m.uname, m.gname,
+                          tar.extractfile(m).read() if m.isfile() else b"") for m in tar.getmembers())
+    except (tarfile.TarError, OSError):
+        return None

@@ -124,12 +124,14 @@ class EvalContainer:
             return
         logger = logging.getLogger("clawswe.eval-ahead")
         try:
-            container = swe_run.create_container(make_test_spec(self.row), _EvalClient(self.client, self.extra),
-                                                 self.run_id, logger)
+            spec = make_test_spec(self.row)
+            container = swe_run.create_container(spec, _EvalClient(self.client, self.extra), self.run_id, logger)
             container.start()
             from pytest_clawswe.swe.eval_staging import MadeAhead
 
-            self.container = MadeAhead(container)  # swebench's `mkdir -p` before each copy, run now
+            # swebench's `mkdir -p` before each copy, and the eval script's copy, made now
+            script = None if getattr(spec, "image_assets", None) else spec.eval_script
+            self.container = MadeAhead(container, script)
         except Exception:  # noqa: BLE001  run_instance makes its own then, and reports what fails
             self.container = None
 
