@@ -1,5 +1,6 @@
-"""The evaluation container made ahead runs swebench's `mkdir -p` commands while the agent works (issue 25 §4):
-the evaluation itself then runs only the execs that need the patch, and still grades the same."""
+"""The evaluation container made ahead runs swebench's `mkdir -p` commands and copies the eval script while the
+agent works (issue 25 §4): the evaluation itself then runs only the calls that need the patch, and still grades
+the same; a copy that is not the same file is made for real."""
 import time
 import uuid
 
@@ -9,6 +10,13 @@ from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.swe.dataset import load_row
 
 pytestmark = pytest.mark.docker
+
+
+def _copies(docker_client, container_id: str, since: float, until: float) -> int:
+    """put_archive calls (the engine's extract-to-dir events)."""
+    events = docker_client.events(since=int(since) - 1, until=int(until) + 1, decode=True,
+                                  filters={"type": "container", "container": container_id})
+    return sum(1 for e in events if e["Action"].startswith("extract-to-dir") and e["time"] >= int(since))
 
 
 def _execs(docker_client, container_id: str, since: float, until: float) -> list[str]:
@@ -32,8 +40,31 @@ def test_the_evaluation_runs_no_mkdir_in_a_container_made_ahead(docker_client, p
     s = score(docker_client, row, python_demo.row["patch"], run_id=run_id, model_label="t", eval_dir=tmp_path,
               labels=labels, ahead=ahead)
     ran = _execs(docker_client, made.id, since, time.time())
+    copies = _copies(docker_client, made.id, since, time.time())
     join_removals()
+    assert copies == 1, copies  # the patch; the eval script was copied ahead
     assert s.resolved is True
     assert not [cmd for cmd in ran if cmd.startswith("mkdir")], ran
     assert any("git apply" in cmd for cmd in ran) and any("/eval.sh" in cmd for cmd in ran), ran
     assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+
+
+def test_an_archive_that_is_not_the_staged_eval_script_is_copied_for_real(docker_client, python_demo):
+    """The answer from ahead is for the same file only: other bytes, another mode or another name go to the engine."""
+    from pytest_clawswe.engine.docker_workspace import Workspace
+    from pytest_clawswe.swe.eval_staging import MadeAhead, _tar_like_swebench
+
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-staged-copy"}, network="none") as ws:
+        made = MadeAhead(ws.container, "echo one\n")
+        assert ws.exec("cat /eval.sh").stdout == "echo one\n"  # copied ahead
+        assert made.put_archive("/", _tar_like_swebench("eval.sh", "echo two\n"))
+        assert ws.exec("cat /eval.sh").stdout == "echo two\n"  # not the same: copied for real
+        assert made.put_archive("/", _tar_like_swebench("other.sh", "echo one\n"))
+        assert ws.exec("cat /other.sh").stdout == "echo one\n"
+
+        same = MadeAhead(ws.container, "echo three\n")
+        ws.exec("rm /eval.sh", check=True)
+        assert same.put_archive("/", _tar_like_swebench("eval.sh", "echo three\n"))  # answered from ahead
+        assert ws.exec("test -e /eval.sh").exit_code != 0  # (proof that it was not copied again)
+        assert same.put_archive("/", _tar_like_swebench("eval.sh", "echo three\n"))  # once: the second is real
+        assert ws.exec("cat /eval.sh").stdout == "echo three\n"
