@@ -61,6 +61,26 @@ def test_take_waits_for_the_make_and_discard_undoes_a_value_nobody_took():
     assert discarded == ["sandbox"]
 
 
+def test_it_is_made_after_its_delay_or_when_hurried_and_never_once_discarded_before():
+    made = []
+
+    def make():
+        made.append(time.monotonic())
+        return "key", "sandbox"
+
+    t = time.monotonic()
+    ahead = Ahead("b", make, lambda v: None, after_s=30)
+    ahead.hurry()  # the agent ended sooner
+    assert ahead.take("b", "key") == "sandbox" and made[0] - t < 5
+    ahead = Ahead("b", make, lambda v: None, after_s=0.2)
+    ahead._thread.join(5)
+    assert len(made) == 2  # after its delay, unasked
+    ahead.discard()
+    ahead = Ahead("b", make, lambda v: None, after_s=30)
+    ahead.discard()  # the run stopped while the agent worked: nothing is made
+    assert len(made) == 2
+
+
 # -- a real run ------------------------------------------------------------------------------------------
 
 

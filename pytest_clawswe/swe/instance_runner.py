@@ -129,6 +129,7 @@ class InstanceRunner(ItemRunner):
                 address = ws.address(cfg.network)  # the token works from this sandbox only
                 ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance.instance_id, row, ctx.workdir,
                                                                            address=address)
+            self._start_ahead()  # the next item's container, while this agent works
             t = time.monotonic()
             try:
                 run = self._agent_phase(ctx, prompt, result)
@@ -138,7 +139,8 @@ class InstanceRunner(ItemRunner):
                     result.usage = self.gateway.usage(instance.instance_id)
                 result.cost_usd = self.prices.cost_usd(result.usage, cfg.model)
             (work / "agent.log").write_text(run.output)
-            self._start_ahead()  # the next item's container, while this item's patch is read and graded
+            if self.ahead is not None:  # the agent ended sooner than after_s: now, while the patch is read and graded
+                self.ahead.hurry()
             result.finish_reason = run.finish_reason
             provider_end: str | InfraError | None = None
             if self.gateway is not None:  # raised below, once the patch is saved: a provider failure is no verdict
@@ -204,8 +206,9 @@ class InstanceRunner(ItemRunner):
                      sorted(self.harness.get_docker_args(instance.instance_id).items())))
 
     def _start_ahead(self) -> None:
-        """Make the next item's sandbox (started, its tree proven purged) in a thread, when its prepared image is
-        there already: the container start and the purge check leave that item's critical path (run/ahead.py)."""
+        """Make the next item's sandbox (started, its tree proven purged) in a thread once this agent has worked as
+        long as the evaluation container waits (or when it ends), when that item's prepared image is there
+        already: the container start and the purge check leave that item's critical path (run/ahead.py)."""
         from pytest_clawswe.run import ahead
 
         nxt, cfg = self.upcoming, self.config
@@ -229,13 +232,16 @@ class InstanceRunner(ItemRunner):
                 raise
             return self._ahead_key(nxt, image), ws
 
-        self.ahead = ahead.Ahead(nxt.instance_id, make, lambda ws: ws.remove())
+        from pytest_clawswe.swe.scoring import EvalContainer
+
+        self.ahead = ahead.Ahead(nxt.instance_id, make, lambda ws: ws.remove(), after_s=EvalContainer.AFTER_S)
 
     def _take_ahead(self, instance: Instance, image: str, timings: dict) -> BaseWorkspace | None:
         """The sandbox made ahead for this item when it is what the item would make now; None otherwise."""
-        made, self.ahead = self.ahead, None
-        if made is None:
+        made = self.ahead
+        if made is None or made.item_id != instance.instance_id:  # (a retry of this item: it stays for the next)
             return None
+        self.ahead = None
         ws = made.take(instance.instance_id, self._ahead_key(instance, image))
         if ws is not None:
             timings["made_ahead"] = made.seconds
