@@ -124,7 +124,8 @@ def test_each_later_item_takes_the_container_made_while_the_one_before_ended(doc
     assert "made_ahead" not in first and first["container_start"] > 0
     for t in later:
         assert t["made_ahead"] > 0, t  # the container start and purge check, off the critical path
-        assert t["container_start"] < 0.1 and t["purge_check"] == 0, t
+        assert t["purge_check"] == 0, t  # proven in that container, ahead
+        assert t["container_start"] <= t["made_ahead"] + 0.05, t  # at most a wait for it: never a second start
     # one agent container per item, none extra; nothing of the run is left
     assert sorted(_agent_containers_created(docker_client, run_dir, since)) == sorted(ids)
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
