@@ -23,7 +23,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add the benchmark's command-line options."""
-    g = parser.getgroup("clawswe", "pytest-clawswe: agent harnesses on a benchmark (every benchmark's options)")
+    from pytest_clawswe.run.benchmark import option_group
+
+    g = option_group(parser, "", "pytest-clawswe: agent harnesses on a benchmark (every benchmark's options)")
     g.addoption("--harness", help="run the benchmark with this harness adapter (e.g. openclaw, oracle, nop); "
                                   "without it pytest runs ordinary tests")
     g.addoption("--model", default="", help="model for the harness, e.g. openrouter/z-ai/glm-5.1 or scripted/gold")

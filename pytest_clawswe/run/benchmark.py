@@ -9,6 +9,9 @@ answers the pytest_clawswe_benchmark hook, and its Benchmark class (group clawsw
     def pytest_clawswe_benchmark(config):            # mybench/plugin.py (a pytest11 entry point)
         return MyBench(config) if config.getoption("benchmark") == "mybench" else None
 
+    def pytest_addoption(parser):                     # its own options: a run of another benchmark refuses them
+        option_group(parser, "mybench", "MyBench").addoption("--my-option", default="")
+
     class MyBench(Benchmark):
         name = "mybench"
         def select(self): ...            # its targets, checked; raise pytest.UsageError for bad input
@@ -22,6 +25,8 @@ the session, so the pytest_clawswe_instance_result hook and the run's files see 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 
@@ -29,6 +34,10 @@ class Benchmark:
     """One benchmark as the session sees it; subclasses fill in the three methods."""
 
     name = "benchmark"
+    # options of every benchmark (plugin.py's group) this one does not read: given, they are refused
+    unread_options: tuple[str, ...] = ()
+    # what to do instead of another benchmark's option (its dest -> a short phrase), e.g. how to select items
+    instead_of: dict[str, str] = {}
 
     def __init__(self, config: pytest.Config):
         self.config = config
@@ -136,6 +145,36 @@ class Benchmark:
     @classmethod
     def add_cli(cls, subparsers) -> None:
         """Add this benchmark's own `clawswe` subcommands (none by default)."""
+
+
+# -- options: each benchmark's own group, and the options a run of another benchmark must not be given ----------
+_GROUPS: dict[str, Any] = {}  # benchmark name ("" for every benchmark's) -> its pytest OptionGroup
+
+
+def option_group(parser: pytest.Parser, benchmark: str, description: str):
+    """The pytest option group of `benchmark` ("" : the options of every benchmark), known to check_options."""
+    group = parser.getgroup(f"clawswe-{benchmark}" if benchmark else "clawswe", description)
+    _GROUPS[benchmark] = group
+    return group
+
+
+def check_options(config: pytest.Config, benchmark: Benchmark) -> None:
+    """A UsageError, one sentence, for an option given that this run's benchmark does not read: another
+    benchmark's (e.g. --instance-ids for WildClawBench) or one of every benchmark's it has no use for
+    (Benchmark.unread_options). Silently ignored, it would run what the user did not ask for."""
+    for owner, group in _GROUPS.items():
+        if owner == benchmark.name:
+            continue
+        for option in group.options:
+            dest = option.dest
+            if owner == "" and dest not in benchmark.unread_options:
+                continue
+            if config.getoption(dest, None) == option.attrs().get("default"):
+                continue
+            flag, instead = option.names()[-1], benchmark.instead_of.get(dest)
+            whose = f"{flag} is --benchmark {owner}'s option and " if owner else ""
+            raise pytest.UsageError(f"{whose}{benchmark.title} (--benchmark {benchmark.name}) does not read "
+                                    f"{'it' if owner else flag}: drop it{'; ' + instead if instead else ''}")
 
 
 # -- the registry: benchmarks installed as packages name their Benchmark class here -------------------------

@@ -24,7 +24,7 @@ from pytest_clawswe.engine import hosts as engines
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.files import load_run_info, write_atomic
 from pytest_clawswe.run import config as settings
-from pytest_clawswe.run.benchmark import Benchmark
+from pytest_clawswe.run.benchmark import Benchmark, check_options
 from pytest_clawswe.run.bundle_check import ensure_bundle
 from pytest_clawswe.run.clean import sweep_run
 from pytest_clawswe.run.config import RunConfig
@@ -43,6 +43,7 @@ def configure(config: pytest.Config) -> None:
                                 "instances with --instance-ids a,b, --instances-file, -k or -m")
     cfg = settings.run_config(config)
     benchmark = config.hook.pytest_clawswe_benchmark(config=config)
+    check_options(config, benchmark)  # another benchmark's option, given: one sentence, nothing run
     defaults = benchmark.harness_defaults(cfg.harness_name)
     if defaults:
         cfg.harness_options = {**defaults, **cfg.harness_options}

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_clawswe.run.benchmark import option_group
 from pytest_clawswe.swe.dataset import LANGUAGE_MARKERS, UNKNOWN_MARKER
 
 DEFAULT_DATASET = "claw-swe-bench"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("clawswe-swe", "Claw-SWE-Bench: coding-agent harnesses on SWE-bench-style instances")
+    g = option_group(parser, "swe", "Claw-SWE-Bench: coding-agent harnesses on SWE-bench-style instances")
     g.addoption("--lite", action="store_true", help="only the 80 Claw-SWE-Bench Lite instances")
     g.addoption("--instance-ids", default="", help="comma- or space-separated instance ids to run")
     g.addoption("--instances-file", help="file with one instance id per line (e.g. from `clawswe lite select`)")

@@ -17,6 +17,10 @@ class WildClawBench(Benchmark):
     """WildClawBench task files: collection, runner and the run's files; the session does the rest."""
 
     name = "wildclaw"
+    unread_options = ("retries", "cache_level", "image_cache")  # a task runs once; its images are not per task
+    instead_of = {"instance_ids": "select tasks with -k (a task id or a category) or -m",
+                  "instances_file": "select tasks with -k (a task id or a category) or -m",
+                  "lite": "select tasks with -k or -m"}
 
     def __init__(self, config: pytest.Config):
         super().__init__(config)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_clawswe.run.benchmark import option_group
 from pytest_clawswe.wildclaw import results as outputs
 from pytest_clawswe.wildclaw.benchmark import WildClawBench
 from pytest_clawswe.wildclaw.items import register_markers
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("clawswe-wildclaw", "WildClawBench: long-horizon agent tasks graded outside the agent")
+    g = option_group(parser, "wildclaw", "WildClawBench: long-horizon agent tasks graded outside the agent")
     g.addoption("--judge-model", default="openai/gpt-5.4",
                 help="WildClawBench judge model, reached through the gateway (default: %(default)s, as released); "
                      "scripted: answers from each task's judge.json fixtures, offline")
