@@ -36,3 +36,26 @@ def test_output_cut_short_is_a_retryable_infrastructure_error_not_a_crash(output
     with pytest.raises(InfraError, match="purge check") as info:
         prep.check_purged(_Answers(output), BASE)
     assert info.value.retryable
+
+
+class _CutOnce:
+    """The engine's stream cut short once (seen in CI under load: 250 bytes, exit 0), then whole."""
+
+    def __init__(self, whole: str):
+        self.answers = [ExecResult(0, whole[:len(whole) // 2], 0.01), ExecResult(0, whole, 0.01)]
+        self.calls = 0
+
+    def exec(self, *args, **kwargs):
+        self.calls += 1
+        return self.answers.pop(0)
+
+
+def test_an_answer_cut_once_is_read_again_not_retried_from_scratch():
+    """The check only reads: a second reading answers, and the item goes on (it was retried whole before)."""
+    ws = _CutOnce(_output(commits=(BASE, *("c" * 39 + str(i) for i in range(8)))))
+    with pytest.raises(InfraError, match="not in the history"):  # the whole answer, read: its verdict stands
+        prep.check_purged(ws, BASE)
+    assert ws.calls == 2
+    ws = _CutOnce(_output())
+    prep.check_purged(ws, BASE)
+    assert ws.calls == 2

@@ -31,9 +31,12 @@ def guard(client, network: str, port: int, run_id: str) -> str | None:
         return "iptables is not installed"
     bridge, tag = bridge_of(client, network), COMMENT + run_id
     unguard(run_id)  # a resumed run, or a killed attempt of it: never two sets
-    rules = [["-p", "tcp", "--dport", str(port), "-j", "ACCEPT"], ["-j", "REJECT"]]
-    for position, rule in enumerate(rules, start=1):
-        done = _iptables("-I", "INPUT", str(position), "-i", bridge, "-m", "comment", "--comment", tag, *rule)
+    # Each at the top, the REJECT first: the ACCEPT then always sits above its own REJECT, however another run's
+    # rules land between the two (ACCEPT at 1, REJECT at 2 did not: a run starting meanwhile could put this
+    # run's REJECT above its ACCEPT, and its agents met "connection refused" at the gateway).
+    rules = [["-j", "REJECT"], ["-p", "tcp", "--dport", str(port), "-j", "ACCEPT"]]
+    for rule in rules:
+        done = _iptables("-I", "INPUT", "1", "-i", bridge, "-m", "comment", "--comment", tag, *rule)
         if done.returncode != 0:
             unguard(run_id)
             return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
@@ -83,8 +86,8 @@ ours | while IFS= read -r line; do
 done
 """
 _REMOTE_GUARD = _REMOTE_UNGUARD + r"""
-iptables -w -I INPUT 1 -i "$BRIDGE" -m comment --comment "$TAG" -p tcp --dport "$PORT" -j ACCEPT &&
-iptables -w -I INPUT 2 -i "$BRIDGE" -m comment --comment "$TAG" -j REJECT || {
+iptables -w -I INPUT 1 -i "$BRIDGE" -m comment --comment "$TAG" -j REJECT &&
+iptables -w -I INPUT 1 -i "$BRIDGE" -m comment --comment "$TAG" -p tcp --dport "$PORT" -j ACCEPT || {
   ours | while IFS= read -r line; do eval "iptables -w -D ${line#-A }"; done; exit 1; }
 """
 
