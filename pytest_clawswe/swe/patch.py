@@ -23,6 +23,7 @@ MAX_FILE_MB = 50  # no source change is this big; larger new or changed files ar
 MAX_DIFF_BYTES = 64 * 2**20  # the whole diff as read back to the host: past it, no patch
 NO_REPOSITORY = 42  # exit code of the collection script when /testbed/.git is gone
 BIG_FILES_END = "--- clawswe: end of big files"  # the script prints the big files' paths, this line, the diff
+DIFF_END = "--- clawswe: end of the diff"  # and this, last: an answer without it was cut on its way back
 _SECTION = re.compile(r"^diff --git ", re.MULTILINE)
 _HEADER = re.compile(r'^diff --git (?:"?a/(.*?)"?) (?:"?b/(.*?)"?)$')
 
@@ -167,9 +168,19 @@ git add -A --pathspec-from-file="$G/spec"
 git diff --cached --numstat {base_commit} | awk -F'\\t' '$1=="-" && $2=="-" {{print $3}}' > "$G/binary"
 if [ -s "$G/binary" ]; then git reset -q {base_commit} --pathspec-from-file="$G/binary"; fi
 git diff --no-color --no-ext-diff --no-textconv --cached {base_commit}
+printf '%s' '{DIFF_END}'
 """
-    result = ws.exec(["bash", "-c", _safe_git_script(body)], env=_safe_git_env(workdir, base_commit, gitignore),
-                     max_output=MAX_DIFF_BYTES, timeout=timeout_s)
+    # The script reads the tree into an index of its own (the agent's tree and repository are not changed), so an
+    # answer the engine's stream cut short (seen under load for the purge check) is read once more; a cut diff
+    # would be graded as another patch, or as none.
+    for _ in range(2):
+        result = ws.exec(["bash", "-c", _safe_git_script(body)], env=_safe_git_env(workdir, base_commit, gitignore),
+                         max_output=MAX_DIFF_BYTES, timeout=timeout_s)
+        if result.exit_code != 0 or result.timed_out or result.truncated or result.stdout.endswith(DIFF_END):
+            break
+    else:
+        raise InfraError(f"reading the patch from {workdir} came back cut short twice ({len(result.stdout)} bytes "
+                         "the last); the item is retried from scratch")
     if result.timed_out:  # graded as what could be read safely: nothing
         return CollectedPatch("", "", [f"{workdir}: reading the patch did not end within its time limit of "
                                        f"{timeout_s:.0f} s; graded as an empty patch"], timed_out=True)
@@ -179,7 +190,7 @@ git diff --no-color --no-ext-diff --no-textconv --cached {base_commit}
         raise InfraError(f"collecting the patch from {workdir} failed: {result.output.strip()[-500:]}")
     if result.truncated:  # only the diff's tail was kept, and a diff cut anywhere is no patch
         return CollectedPatch("", "", [f"{workdir}: the diff is larger than {MAX_DIFF_BYTES >> 20} MiB, not read"])
-    listed, _, raw = result.stdout.partition(BIG_FILES_END + "\n")
+    listed, _, raw = result.stdout.removesuffix(DIFF_END).partition(BIG_FILES_END + "\n")
     clean, dropped = clean_patch(raw)
     big = [f"{path}: larger than {MAX_FILE_MB} MiB, not read" for path in listed.splitlines() if path]
     return CollectedPatch(raw, clean, big + dropped)
