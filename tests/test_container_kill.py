@@ -53,16 +53,29 @@ def test_the_pids_cgroup_read_here_counts_every_task_of_the_container(docker_cli
 
     with Workspace(docker_client, python_demo.image, labels={LABEL: "kill-count"}, network="none") as ws:
         state = docker_client.api.inspect_container(ws.container.id)["State"]
-        assert _host_tasks(ws.container.id, state["Pid"]) == 2
+        # right after the start, runc's init threads may still be counted (seen under load: 6): more than two is
+        # the frozen way, never a wrong "nothing left"; it settles at tini and the keep-alive
+        assert _settled(ws, state["Pid"]) == 2
         ws.exec("(setsid sleep 1000 &)", check=True)
         assert _host_tasks(ws.container.id, state["Pid"]) == 3
         assert _host_tasks(ws.container.id, os.getpid()) is None  # not this container's process
         assert _host_tasks(ws.container.id, None) is None
 
 
+def _settled(ws, init_pid: int, limit_s: float = 20.0) -> int | None:
+    """The container's task count once it is down to tini and the keep-alive (or what it is at the limit)."""
+    from pytest_clawswe.engine.container_kill import _host_tasks
+
+    deadline = time.monotonic() + limit_s
+    while (count := _host_tasks(ws.container.id, init_pid)) != 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return count
+
+
 def test_a_container_with_nothing_left_is_not_even_frozen(docker_client, python_demo):
     with Workspace(docker_client, python_demo.image, labels={LABEL: "kill-unfrozen"}, network="none") as ws:
         ws.exec("true", check=True)
+        assert _settled(ws, docker_client.api.inspect_container(ws.container.id)["State"]["Pid"]) == 2
         since = time.time()
         ws.kill_all()
         assert _pauses(docker_client, ws.container.id, since) == 0
