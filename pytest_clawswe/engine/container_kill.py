@@ -85,7 +85,7 @@ def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
             raise InfraError(f"could not freeze the container to stop its processes: {exc}") from exc
     helper = None
     try:
-        if _only_tini_and_keepalive(api, container.id):
+        if _only_tini_and_keepalive(api, container.id, (state or {}).get("Pid")):
             return  # (thawed below) nothing of the agent's runs, and nothing that is left can fork
         try:
             helper = client.containers.run(
@@ -141,13 +141,13 @@ def _host_tasks(container_id: str, init_pid: int | None) -> int | None:
         return None
 
 
-def _only_tini_and_keepalive(api, container_id: str) -> bool:
+def _only_tini_and_keepalive(api, container_id: str, init: int | None = None) -> bool:
     """True when the (frozen) container runs two processes: tini (the container's main process, State.Pid) and
     one child of it. That child is the keep-alive: tini exits, and the container with it, once its child ends.
     A zombie is listed too (then False). Any doubt (the engine's `ps` failed, columns missing): False, and the
     helper decides. Read from the engine only: host pids, the container's cgroup, the host's `ps`."""
     try:
-        init = api.inspect_container(container_id)["State"]["Pid"]
+        init = init or api.inspect_container(container_id)["State"]["Pid"]  # (tini's pid: known before the freeze)
         top = api.top(container_id)
         titles = top["Titles"]
         pid_at, ppid_at = titles.index("PID"), titles.index("PPID")

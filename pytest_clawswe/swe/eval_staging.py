@@ -16,10 +16,9 @@ from __future__ import annotations
 import io
 import os
 import posixpath
+import secrets
 import tarfile
 import tempfile
-
-import secrets
 
 from docker.models.containers import ExecResult
 from swebench.harness.constants import CONTAINER_PATCH_FILE
@@ -28,6 +27,9 @@ from swebench.image_builder.constants import CONTAINER_USER, CONTAINER_WORKDIR
 
 # the exact commands swebench.harness.docker_utils.copy_to_container runs before its two copies
 AHEAD = tuple(f"mkdir -p {d}" for d in (posixpath.dirname(CONTAINER_PATCH_FILE), "/"))
+EVAL_NAME = "eval.sh"  # run_instance copies the eval script to /eval.sh
+APPLY = f"{GIT_APPLY_CMDS[0]} {CONTAINER_PATCH_FILE}"  # run_instance's first apply, then its diff for the log
+DIFF = "git -c core.fileMode=false diff"
 
 
 class MadeAhead:
@@ -94,10 +96,6 @@ class MadeAhead:
     def __getattr__(self, name):
         return getattr(self._container, name)
 
-
-EVAL_NAME = "eval.sh"  # run_instance copies the eval script to /eval.sh
-APPLY = f"{GIT_APPLY_CMDS[0]} {CONTAINER_PATCH_FILE}"  # run_instance's first apply, then its diff for the log
-DIFF = "git -c core.fileMode=false diff"
 
 
 def _tar_like_swebench(name: str, text: str) -> bytes:

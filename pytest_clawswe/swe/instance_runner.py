@@ -191,19 +191,22 @@ class InstanceRunner(ItemRunner):
         if graded.message and not result.error:
             result.error = graded.message if graded.outcome != "resolved" else ""
 
+    def _sandbox(self, instance: Instance, image: str) -> dict:
+        """Everything the agent's sandbox for `instance` is made of (the workspace factory's arguments)."""
+        cfg = self.config
+        return {"image": image, "labels": {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"},
+                "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "network": cfg.network,
+                **self.harness.get_docker_args(instance.instance_id)}
+
     def _new_workspace(self, instance: Instance, image: str) -> BaseWorkspace:
         """The agent's sandbox for `instance` from its prepared `image` (not started)."""
-        cfg = self.config
-        labels = {**self.labels, LABEL_INSTANCE: instance.instance_id, LABEL_ROLE: "agent"}
-        docker_args = {"network": cfg.network, **self.harness.get_docker_args(instance.instance_id)}
-        return self.workspace_factory(image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
-                                      **docker_args)
+        spec = self._sandbox(instance, image)
+        return self.workspace_factory(spec.pop("image"), **spec)
 
     def _ahead_key(self, instance: Instance, image: str) -> str:
-        """What the sandbox is made of: one made ahead is taken only when this is the same at the item's start."""
-        cfg = self.config
-        return repr((image, cfg.network, cfg.mem_limit, cfg.pids_limit, cfg.purge,
-                     sorted(self.harness.get_docker_args(instance.instance_id).items())))
+        """What the sandbox is made of and how it was checked: one made ahead is taken only when this is the same
+        at the item's start."""
+        return repr((sorted(self._sandbox(instance, image).items()), self.config.purge))
 
     def _start_ahead(self) -> None:
         """Make the next item's sandbox (started, its tree proven purged) in a thread once this agent has worked as
