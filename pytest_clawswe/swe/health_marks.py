@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.report.health import UNHEALTHY, Health, HealthFileError, load_health
-from pytest_clawswe.swe.health_runs import GOLD, NOP, TEST_KINDS, test_statuses, tests_digest
+from pytest_clawswe.swe.health_runs import GOLD, NOP, TEST_KINDS, graded_tests_digest, statuses_of_tests
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 from pytest_clawswe.swe.results import InstanceResult
 
@@ -36,14 +36,14 @@ def health_option(config: pytest.Config) -> Health | None:
 
 def p2p_vs_base(row: dict, report: dict | None, entry: dict) -> dict:
     """The PASS_TO_PASS tests failing in this evaluation, sorted by what the health entry says of them."""
-    statuses = test_statuses(report, row["instance_id"])
+    statuses = statuses_of_tests(report, row["instance_id"])
     if not statuses:
         return {}
     failing = sorted(n for n in row.get("PASS_TO_PASS") or [] if statuses.get(n) == "failed")
     if not failing:
         return {}
     names = [n for kind in TEST_KINDS for n in row.get(kind) or []]
-    if entry.get("tests_digest") != tests_digest(names):
+    if entry.get("tests_digest") != graded_tests_digest(names):
         return {"not_checked": failing, "why": "the health file checked other tests (another dataset revision?)"}
     gold, nop = entry.get(GOLD) or {}, entry.get(NOP) or {}
     changed = set(gold.get("changed") or []) | set(nop.get("changed") or [])

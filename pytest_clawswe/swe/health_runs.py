@@ -32,12 +32,12 @@ TIMED_OUT = "tests timed out"  # scoring.py's words for an evaluation its limit 
 TEST_KINDS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 
 
-def tests_digest(names) -> str:
+def graded_tests_digest(names) -> str:
     """One digest of an instance's graded tests: a health entry applies to a row whose tests are these."""
     return hashlib.sha256("\n".join(sorted(set(names))).encode()).hexdigest()
 
 
-def test_statuses(report: dict | None, instance_id: str) -> dict[str, str] | None:
+def statuses_of_tests(report: dict | None, instance_id: str) -> dict[str, str] | None:
     """test -> "passed" / "failed" from swebench's report.json of one evaluation; None when its tests never ran."""
     entry = (report or {}).get(instance_id) or {}
     status = entry.get("tests_status")
@@ -65,7 +65,7 @@ def read_run(run_dir: Path, instance_id: str) -> dict | None:
         report = None
     return {"error": result.outcome == ERROR, "resolved": result.outcome == RESOLVED,
             "timed_out": TIMED_OUT in (result.error or ""), "eval_s": result.timings.get("score"),
-            "tests": test_statuses(report, instance_id)}
+            "tests": statuses_of_tests(report, instance_id)}
 
 
 def role_figures(runs: list[dict]) -> dict:
@@ -133,4 +133,4 @@ def instance_entry(runs: dict[str, list[dict]], limit_s: float | None) -> dict:
     tests = sorted(set(gold.pop("_tests")) | set(nop.pop("_tests")))
     nop["unresolved"] = nop["runs"] - nop.pop("resolved")
     return {"verdict": name, "reasons": reasons, GOLD: gold, NOP: nop,
-            "tests_digest": tests_digest(tests) if tests else None, "eval_limit_s": limit_s}
+            "tests_digest": graded_tests_digest(tests) if tests else None, "eval_limit_s": limit_s}
