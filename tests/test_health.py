@@ -80,9 +80,10 @@ def test_pass_at_1_both_ways_leaves_out_only_the_unhealthy():
 @pytest.mark.parametrize("gold, nop, expected, words", [
     (figures(), figures(resolved=0), "healthy", []),
     (figures(resolved=1, changed=["t::coin"]), figures(resolved=0, changed=["t::coin"]), "flaky",
-     ["1 test(s) changed between gold runs: t::coin", "gold resolved 1/3"]),
-    (figures(resolved=0, changed=["t::coin"]), figures(resolved=0), "flaky", ["changed between gold runs"]),
-    (figures(resolved=0, failed=["t::fix"]), figures(resolved=0), "broken", ["gold resolved 0/3: t::fix fail"]),
+     ["1 test(s) changed between repeats (1 in the gold runs, 1 in the nop runs): t::coin", "gold resolved 1/3"]),
+    (figures(resolved=0, changed=["t::coin"]), figures(resolved=0), "flaky", ["(1 in the gold runs, 0 in the nop"]),
+    (figures(resolved=0, failed=["t::fix"]), figures(resolved=0), "broken",
+     ["gold resolved 0/3, t::fix failing in every run"]),
     (figures(), figures(resolved=3), "broken", ["nop resolved 3/3 (the tests pass without a fix)"]),
     (figures(timed_out=1, resolved=2), figures(resolved=0), "too_slow", ["gold evaluation timed out in 1/3 runs"]),
     (figures(eval_s=1000.0), figures(resolved=0), "too_slow", ["took up to 1000 s of its 1800 s limit"]),

@@ -70,8 +70,8 @@ def test_the_check_finds_the_flaky_and_the_broken_instance_and_calls_the_others_
     assert all(e["gold"]["eval_s_max"] and e["eval_limit_s"] == 1800.0 for e in items.values())
     assert health["summary"] == {"instances": 4, "healthy": 2, "flaky": 1, "broken": 1, "too_slow": 0, "unknown": 0}
     lines = answer.stdout.splitlines()
-    assert lines[-1].startswith("health: 4 instances of health-tasks, 2 healthy, 1 flaky, 1 broken; 2 unhealthy")
-    table = {line.split()[0]: line.split()[1] for line in lines if line.startswith("clawswe__tally-py-")}
+    assert lines[-1].startswith(f"health: 4 instances of {TASKS}, 2 healthy, 1 flaky, 1 broken; 2 unhealthy")
+    table = {line.split()[0]: line.split()[1] for line in lines if line.split() and line.split()[0] in items}
     assert table == {iid: e["verdict"] for iid, e in items.items()}
     assert sorted(p.name for p in (path.parent / "health-runs").iterdir() if p.is_dir()) == \
         ["nop.r1", "nop.r2", "nop.r3", "oracle.r1", "oracle.r2", "oracle.r3"]
@@ -121,8 +121,8 @@ def test_a_run_with_health_marks_the_unhealthy_instances_everywhere(marked):
     assert (f"2 of 4 instances unhealthy (flaky 1, broken 1) · Pass@1 all {50 + 25 * flaky_won:.1f}% "
             f"({2 + flaky_won}/4) · healthy only 100.0% (2/2)") in out, out[-3000:]
     assert f"on unhealthy instances: {FLAKY} (flaky, " in out and f"{BROKEN} (broken, unresolved)" in out
-    assert "instance broken in the health check (gold resolved 0/3: tests/test_stats.py::test_median_even_count " \
-        "fail every time)" in out  # the failing item's own line says it
+    assert "instance broken in the health check (gold resolved 0/3, tests/test_stats.py::test_median_even_count " \
+        "failing in every run)" in out  # the failing item's own line says it
     root = ET.parse(run_dir / "junit.xml").getroot()
     cases = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in root.iter("testcase")}
     assert {iid: props["clawswe.health"] for iid, props in cases.items()} == verdicts

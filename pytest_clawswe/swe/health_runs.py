@@ -107,16 +107,17 @@ def verdict(gold: dict, nop: dict, limit_s: float | None) -> tuple[str, list[str
         elif limit_s and figures["eval_s_max"] is not None and figures["eval_s_max"] > SLOW_SHARE * limit_s:
             slow.append(f"the {role} evaluation took up to {figures['eval_s_max']:.0f} s of its {limit_s:g} s limit")
     flaky = []
-    for role, figures in ((GOLD, gold), (NOP, nop)):
-        if figures["changed"]:
-            flaky.append(f"{len(figures['changed'])} test(s) changed between {role} runs: {_names(figures['changed'])}")
+    changed = sorted(set(gold["changed"]) | set(nop["changed"]))
+    if changed:
+        flaky.append(f"{len(changed)} test(s) changed between repeats ({len(gold['changed'])} in the gold runs, "
+                     f"{len(nop['changed'])} in the nop runs): {_names(changed, 2)}")
     if 0 < gold["resolved"] < gold["runs"]:
         flaky.append(f"gold resolved {gold['resolved']}/{gold['runs']}")
     if 0 < nop["resolved"] < nop["runs"]:
         flaky.append(f"nop resolved {nop['resolved']}/{nop['runs']} (the base commit passed the tests sometimes)")
     broken = []
     if gold["resolved"] == 0:
-        failing = f": {_names(gold['failed'])} fail every time" if gold["failed"] else ""
+        failing = f", {_names(gold['failed'])} failing in every run" if gold["failed"] else ""
         broken.append(f"gold resolved 0/{gold['runs']}{failing}")
     if nop["resolved"] == nop["runs"]:
         broken.append(f"nop resolved {nop['runs']}/{nop['runs']} (the tests pass without a fix)")
@@ -131,6 +132,6 @@ def instance_entry(runs: dict[str, list[dict]], limit_s: float | None) -> dict:
     gold, nop = role_figures(runs[GOLD]), role_figures(runs[NOP])
     name, reasons = verdict(gold, nop, limit_s)
     tests = sorted(set(gold.pop("_tests")) | set(nop.pop("_tests")))
-    nop["unresolved"] = nop["runs"] - nop.pop("resolved")
+    nop = {"runs": nop["runs"], "unresolved": nop["runs"] - nop.pop("resolved"), **nop}
     return {"verdict": name, "reasons": reasons, GOLD: gold, NOP: nop,
             "tests_digest": graded_tests_digest(tests) if tests else None, "eval_limit_s": limit_s}
