@@ -239,3 +239,33 @@ def test_compare_leaves_the_unhealthy_out_of_the_pairs_and_shows_both_ways(tmp_p
     assert "resolve rate both ways: all 6 paired A 100.0%, B 66.7% · healthy only 4 A 100.0%, B 100.0%" in text
     assert cli.main(["compare", str(a), str(b), "--exclude-unhealthy", str(tmp_path / "nope.json")]) == 2
     assert "--exclude-unhealthy" in capsys.readouterr().err
+
+
+def test_a_resume_must_give_the_run_s_own_health_file(tmp_path):
+    """The marks are written into each instance's result: a resume with another file (or none) would mix two."""
+    path = health_file(tmp_path, {})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text(json.dumps({"benchmark": "swe", "run_id": "r", "health": None}))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--harness", "oracle", "--dataset",
+                        "demo", "--resume", str(run_dir), "--health", str(path)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR and len(lines) == 1, r.stdout + r.stderr
+    assert lines[0].startswith(f"ERROR: health is '{path} (sha256 ") and "used None; resume with the run's own" \
+        in lines[0], lines[0]
+    assert json.loads((run_dir / "run.json").read_text()) == {"benchmark": "swe", "run_id": "r", "health": None}
+
+
+def test_the_demo_set_s_shipped_file_covers_every_instance_and_its_tests():
+    from pytest_clawswe.swe.dataset import load_instances, load_row
+    from pytest_clawswe.swe.health_marks import SHIPPED
+
+    health = load_health(SHIPPED["demo"])
+    rows = [load_row(i) for i in load_instances("demo")]
+    assert set(health.items) == {r["instance_id"] for r in rows} and health.dataset == "demo"
+    assert health.data["repeat"] == 3 and health.unhealthy() == {}  # written by the check: every instance healthy
+    for row in rows:  # the PASS_TO_PASS check applies to the shipped rows
+        entry = health.items[row["instance_id"]]
+        assert entry["tests_digest"] == graded_tests_digest(row["FAIL_TO_PASS"] + row["PASS_TO_PASS"]), row
+        assert (entry["gold"]["resolved"], entry["nop"]["unresolved"]) == (3, 3)
