@@ -173,7 +173,7 @@ def test_a_run_s_totals_and_properties_carry_the_marks(tmp_path):
     results = []
     for iid, outcome in (("a", RESOLVED), ("b", UNRESOLVED), ("c", RESOLVED), ("d", UNRESOLVED)):
         r = InstanceResult(iid, outcome=outcome, resolved=outcome == RESOLVED, harness="oracle")
-        mark(r, {"instance_id": iid}, None, health)
+        mark(r, health)
         results.append(r)
     assert [r.health for r in results] == ["healthy", "broken", "flaky", ""]
     assert results[1].csv_row()["health"] == "broken" and results[3].csv_row()["p2p_passed_at_base"] == ""
@@ -194,11 +194,15 @@ def test_a_run_s_totals_and_properties_carry_the_marks(tmp_path):
 @pytest.mark.parametrize("args, words", [
     (["--dataset", "demo", "--health", "missing.json"], ["--health", "missing.json: no such file"]),
     (["--dataset", "demo", "--health", "bad.json"], ["is not a health file"]),
+    (["--dataset", "demo", "--health", "other.json"], ["names none of the 8 selected instances (it checked dataset "
+                                                       "other); give this dataset's health file"]),
     (["--benchmark", "wildclaw", "--harness", "claude-code", "--model", "scripted/gold", "--dataset", "demo",
       "--health", "bad.json"], ["--health is --benchmark swe's option"]),
 ])
 def test_a_bad_health_option_is_refused_before_the_run_writes(tmp_path, args, words):
     (tmp_path / "bad.json").write_text("[]")
+    (tmp_path / "other.json").write_text(json.dumps({"kind": "clawswe-health", "format": 1, "dataset": "other",
+                                                     "items": {"o__x-1": {"verdict": "healthy"}}}))
     harness = [] if "--harness" in args else ["--harness", "oracle"]
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *harness, *args],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -243,7 +247,7 @@ def test_compare_leaves_the_unhealthy_out_of_the_pairs_and_shows_both_ways(tmp_p
 
 def test_a_resume_must_give_the_run_s_own_health_file(tmp_path):
     """The marks are written into each instance's result: a resume with another file (or none) would mix two."""
-    path = health_file(tmp_path, {})
+    path = health_file(tmp_path, {"clawswe__tinyjson-py-12": {"verdict": "healthy", "reasons": []}})
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "run.json").write_text(json.dumps({"benchmark": "swe", "run_id": "r", "health": None}))

@@ -36,11 +36,15 @@ class ClawSweBench(Benchmark):
 
     def select(self) -> list[Instance]:
         if self._selected is None:
-            self.health()  # a bad --health file: one sentence, before anything is written
+            health = self.health()  # a bad --health file: one sentence, before anything is written
             try:
                 self._selected = self._select()
             except DatasetError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            if health is not None:
+                from pytest_clawswe.swe.health_marks import check_selection
+
+                check_selection(health, [i.instance_id for i in self._selected])
         return self._selected
 
     def health(self):

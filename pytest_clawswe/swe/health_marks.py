@@ -58,13 +58,24 @@ def p2p_vs_base(row: dict, report: dict | None, entry: dict) -> dict:
     return {k: v for k, v in found.items() if v}
 
 
-def mark(result: InstanceResult, row: dict, report: dict | None, health: Health) -> None:
-    """Put the file's verdict on the result, and what the failing PASS_TO_PASS tests did at the base commit."""
+def mark(result: InstanceResult, health: Health) -> None:
+    """Put the file's verdict on the result (from the item's start: one that ends in an error is marked too)."""
+    if result.instance_id in health.items:
+        result.health, result.health_reason = health.verdict(result.instance_id), health.reason(result.instance_id)
+
+
+def check_tests(result: InstanceResult, row: dict, report: dict | None, health: Health) -> None:
+    """After grading: what the failing PASS_TO_PASS tests did at the base commit in the health check."""
     entry = health.items.get(result.instance_id)
-    if entry is None:
-        return
-    result.health, result.health_reason = entry["verdict"], health.reason(result.instance_id)
-    result.p2p_vs_base = p2p_vs_base(row, report, entry)
+    if entry is not None:
+        result.p2p_vs_base = p2p_vs_base(row, report, entry)
+
+
+def check_selection(health: Health, selected: list[str]) -> None:
+    """A file that names none of the selected instances is another dataset's: one sentence."""
+    if selected and not set(selected) & set(health.items):
+        raise pytest.UsageError(f"--health {health.path} names none of the {len(selected)} selected instances (it "
+                                f"checked dataset {health.dataset or '?'}); give this dataset's health file")
 
 
 def note(result: InstanceResult) -> str:

@@ -75,7 +75,7 @@ class InstanceRunner(ItemRunner):
         if self.health is not None:  # from the start: an item that ends in an error is marked too
             from pytest_clawswe.swe.health_marks import mark
 
-            mark(result, {"instance_id": instance.instance_id}, None, self.health)
+            mark(result, self.health)
         return result
 
     def before_commit(self, instance: Instance, result: InstanceResult, carried: InstanceResult | None) -> None:
@@ -195,9 +195,9 @@ class InstanceRunner(ItemRunner):
         timings["score"] = round(time.monotonic() - t, 3)
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
         if self.health is not None:  # the tests-flip check: the failing PASS_TO_PASS tests against the base commit
-            from pytest_clawswe.swe.health_marks import mark
+            from pytest_clawswe.swe.health_marks import check_tests
 
-            mark(result, row, graded.report, self.health)
+            check_tests(result, row, graded.report, self.health)
         if graded.message and not result.error:
             result.error = graded.message if graded.outcome != "resolved" else ""
 
