@@ -273,3 +273,16 @@ def test_the_demo_set_s_shipped_file_covers_every_instance_and_its_tests():
         entry = health.items[row["instance_id"]]
         assert entry["tests_digest"] == graded_tests_digest(row["FAIL_TO_PASS"] + row["PASS_TO_PASS"]), row
         assert (entry["gold"]["resolved"], entry["nop"]["unresolved"]) == (3, 3)
+
+
+def test_an_evaluation_swebench_stopped_at_its_limit_makes_the_instance_too_slow(tmp_path):
+    plan = grid.Plan("data", columns(1), [["x__y-1"]], [])
+    write_run(tmp_path / "oracle.r1", "x__y-1", UNRESOLVED, error="the tests timed out after 60.0 s", eval_s=61.0,
+              limit=60.0)
+    (instance_dir(tmp_path / "oracle.r1", "x__y-1") / "eval" / "run_instance.log").write_text(
+        "Running tests...\nTest timed out after 60 seconds.\n")  # swebench's own words
+    write_run(tmp_path / "nop.r1", "x__y-1", UNRESOLVED, passed=P2P, failed=F2P, eval_s=20.0, limit=60.0)
+    entry = collect(plan, tmp_path)["items"]["x__y-1"]
+    assert (entry["verdict"], entry["gold"]["timed_out"]) == ("too_slow", 1)
+    assert entry["reasons"][0] == "the gold evaluation timed out in 1/1 runs (limit 60 s)"
+    assert "gold resolved 0/1" in entry["reasons"]  # what else was found is kept

@@ -28,7 +28,7 @@ from pytest_clawswe.swe.results import RESOLVED, InstanceResult, instance_dir
 
 GOLD, NOP = "gold", "nop"  # the oracle's runs, and the nop's (the base commit)
 SLOW_SHARE = 0.5  # an evaluation that takes more than this share of --eval-timeout is too slow for its limit
-TIMED_OUT = "tests timed out"  # scoring.py's words for an evaluation its limit stopped
+TIMED_OUT = "Test timed out"  # swebench's words in run_instance.log when the eval's limit stopped it (as scoring.py reads)
 TEST_KINDS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 
 
@@ -63,8 +63,12 @@ def read_run(run_dir: Path, instance_id: str) -> dict | None:
         report = json.loads((folder / "eval" / "report.json").read_text())
     except (OSError, ValueError):
         report = None
+    from swebench.harness.constants import LOG_INSTANCE  # swebench takes seconds to import: only when read
+
+    log = folder / "eval" / LOG_INSTANCE
     return {"error": result.outcome == ERROR, "resolved": result.outcome == RESOLVED,
-            "timed_out": TIMED_OUT in (result.error or ""), "eval_s": result.timings.get("score"),
+            "timed_out": log.is_file() and TIMED_OUT in log.read_text(errors="replace"),
+            "eval_s": result.timings.get("score"),
             "tests": statuses_of_tests(report, instance_id)}
 
 
