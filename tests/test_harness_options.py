@@ -15,7 +15,8 @@ from pytest_clawswe.swe.prompt import render_prompt
     ("hermes", {"max_turn": "3"}, ("harness 'hermes' has no option 'max_turn' (its options: compression, "
                                    "context_length, grace, max_turns, model_name, reasoning_effort, "
                                    "terminal_timeout, version; see `clawswe harness list`)")),
-    ("nop", {"x": "1"}, "harness 'nop' has no option 'x' (its options: none; see `clawswe harness list`)"),
+    ("oracle", {"x": "1"}, "harness 'oracle' has no option 'x' (its options: none; see `clawswe harness list`)"),
+    ("nop", {"x": "1"}, "harness 'nop' has no option 'x' (its options: run_tests; see `clawswe harness list`)"),
 ])
 def test_unknown_keys_and_bad_values_are_one_sentence(name, options, message):
     with pytest.raises(HarnessError) as err:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_clawswe.errors import UserError
 from pytest_clawswe.files import load_run_info, write_atomic
 from pytest_clawswe.report import stats
+from pytest_clawswe.report.health import UNHEALTHY, Health, counts, load_health
 from pytest_clawswe.report.score_stats import compare_scores
 from pytest_clawswe.run.benchmark import Benchmark, benchmark_of
 
@@ -74,14 +76,22 @@ def why_not_comparable(a: RunData, b: RunData) -> str | None:
     return None
 
 
-def compare(a: RunData, b: RunData, alpha: float = 0.05) -> dict:
-    """The comparison as the JSON file holds it; `exit_code` says the verdict."""
+def compare(a: RunData, b: RunData, alpha: float = 0.05, health: Health | None = None) -> dict:
+    """The comparison as the JSON file holds it; `exit_code` says the verdict. `health`: the items it calls
+    unhealthy are left out of the pairs (--exclude-unhealthy), and the figures over all pairs are kept beside."""
     out: dict = {"a": _side(a), "b": _side(b), "benchmark": a.benchmark if a.benchmark == b.benchmark else None,
                  "alpha": alpha}
     reason = why_not_comparable(a, b)
     if reason:
         return {**out, "comparable": False, "reason": reason, "exit_code": NOT_COMPARABLE}
     common = sorted(a.values.keys() & b.values.keys())
+    if health is not None:
+        out["health"] = _health_side(a, b, common, health)
+        common = [k for k in common if k not in out["health"]["excluded"]]
+        if not common:
+            return {**out, "comparable": False, "exit_code": NOT_COMPARABLE,
+                    "reason": "every instance or task both runs finished is unhealthy in the health file, so there "
+                              "is nothing to pair; compare without --exclude-unhealthy"}
     confidence = 1 - alpha
     if a.kind.scored:
         s = compare_scores({k: a.values[k] for k in common}, {k: b.values[k] for k in common}, confidence)
@@ -111,6 +121,15 @@ def compare(a: RunData, b: RunData, alpha: float = 0.05) -> dict:
             "exit_code": REGRESSION if regression else OK}
 
 
+def _health_side(a: RunData, b: RunData, common: list[str], health: Health) -> dict:
+    """What --exclude-unhealthy leaves out, and both runs' figures over every pair (before it does)."""
+    verdicts = {k: health.verdict(k) for k in common}
+    excluded = {k: v for k, v in verdicts.items() if v in UNHEALTHY}
+    return {"file": health.label(), "excluded": excluded, "not_in_file": sum(not v for v in verdicts.values()),
+            "all_pairs": {"n": len(common), "value_a": statistics.fmean(a.values[k] for k in common),
+                          "value_b": statistics.fmean(b.values[k] for k in common)}}
+
+
 def _side(run: RunData) -> dict:
     return {"run": str(run.path), "benchmark": run.benchmark, "harness": run.info.get("harness"),
             "model": run.info.get("model"), "dataset": run.info.get("dataset"), "finished": len(run.values),
@@ -132,7 +151,18 @@ def lines(result: dict, a: RunData, b: RunData) -> list[str]:
     name = "resolve rate" if result["metric"] == "resolve_rate" else "mean score"
     fmt = (lambda v: f"{100 * v:.1f}%") if scale == 100 else (lambda v: f"{v:.3f}")
     low, high = result["ci"]
-    out += [f"{result['benchmark']}, {result['n_paired']} paired {'instances' if scale == 100 else 'tasks'}",
+    health = result.get("health")
+    if health:  # --exclude-unhealthy: the figure both ways, and what was left out
+        every = health["all_pairs"]
+        excluded = health["excluded"]
+        out += [f"left out {len(excluded)} unhealthy of {every['n']} paired"
+                + (f" ({counts(excluded)})" if excluded else "") + f", health file {health['file']}"
+                + (f"; {health['not_in_file']} not in the file (kept)" if health["not_in_file"] else "")
+                + (f": {_ids(sorted(excluded))}" if excluded else ""),
+                f"{name} both ways: all {every['n']} paired A {fmt(every['value_a'])}, B {fmt(every['value_b'])}"
+                f" · healthy only {result['n_paired']} A {fmt(result['value_a'])}, B {fmt(result['value_b'])}"]
+    out += [f"{result['benchmark']}, {result['n_paired']} paired {'instances' if scale == 100 else 'tasks'}"
+            + (" (healthy only)" if health else ""),
             f"{name}: A {fmt(result['value_a'])}, B {fmt(result['value_b'])}; B - A "
             f"{scale * result['diff_b_minus_a']:+.{1 if scale == 100 else 3}f}{unit}, "
             f"{100 * result['confidence']:.0f}% CI [{scale * low:+.{1 if scale == 100 else 3}f}, "
@@ -153,8 +183,9 @@ def lines(result: dict, a: RunData, b: RunData) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     if not (0 < args.alpha < 1) or not math.isfinite(args.alpha):
         raise UserError(f"--alpha {args.alpha:g}: give a level between 0 and 1, e.g. --alpha 0.05")
+    health = load_health(args.exclude_unhealthy, "--exclude-unhealthy") if args.exclude_unhealthy else None
     a, b = load_run(args.run_a), load_run(args.run_b)
-    result = compare(a, b, args.alpha)
+    result = compare(a, b, args.alpha, health)
     print("\n".join(lines(result, a, b)))
     if args.json:
         write_atomic(Path(args.json), json.dumps(result, indent=2) + "\n")
@@ -169,4 +200,7 @@ def add_cli(sub) -> None:
     p.add_argument("run_b", help="the run checked against it")
     p.add_argument("--json", metavar="OUT", help="also write the comparison as JSON to this file")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--exclude-unhealthy", metavar="FILE",
+                   help="a health file (`clawswe health`): the items it calls flaky, broken or too slow are left out "
+                        "of the pairs; the figures over all pairs are shown beside")
     p.set_defaults(func=_run)

@@ -24,6 +24,8 @@ FORMATS = {
     "Resolved": "{:.0f}",
     "Instances": "{:.0f}",
     "Pass@1 (%)": "{:.1f}",
+    "Pass@1 healthy (%)": "{:.1f}",
+    "Healthy": "{:.0f}",
     "Cost ($)": _usd,
     "Input tokens": fmt_tokens,
     "Output tokens": fmt_tokens,

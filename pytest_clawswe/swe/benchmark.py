@@ -32,14 +32,28 @@ class ClawSweBench(Benchmark):
     def __init__(self, config: pytest.Config):
         super().__init__(config)
         self._selected: list[Instance] | None = None
+        self._health: list = []  # [the --health file (report/health.Health) or None], once read
 
     def select(self) -> list[Instance]:
         if self._selected is None:
+            health = self.health()  # a bad --health file: one sentence, before anything is written
             try:
                 self._selected = self._select()
             except DatasetError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            if health is not None:
+                from pytest_clawswe.swe.health_marks import check_selection
+
+                check_selection(health, [i.instance_id for i in self._selected])
         return self._selected
+
+    def health(self):
+        """The run's --health file, read once (pytest.UsageError for a bad one); None without the option."""
+        if not self._health:
+            from pytest_clawswe.swe.health_marks import health_option
+
+            self._health.append(health_option(self.config))
+        return self._health[0]
 
     def _select(self) -> list[Instance]:
         config, dataset = self.config, self.config.getoption("dataset")
@@ -81,13 +95,17 @@ class ClawSweBench(Benchmark):
         runner.host_name = hosts[index].name
         if index:  # images are built or pulled on the first engine and loaded from there
             runner.image_source = hosts[0].client()
+        runner.health = self.health()
         return runner
 
 
     def run_info(self) -> dict:
         purge = not self.config.getoption("no_purge")
+        health = self.health()
+        # the marks are written into each instance's result: a resume uses the same file (compared here)
         return {"lite": self.config.getoption("lite"),
-                "ablation": None if purge else "no-purge (paper §5.3): future commits kept; not comparable"}
+                "ablation": None if purge else "no-purge (paper §5.3): future commits kept; not comparable",
+                "health": None if health is None else health.label()}
 
     def warning_lines(self, run_dir) -> list[str]:
         if self.config.getoption("no_purge"):
@@ -117,9 +135,9 @@ class ClawSweBench(Benchmark):
 
     @classmethod
     def add_cli(cls, subparsers) -> None:
-        from pytest_clawswe.swe import grid, instance_images, lite
+        from pytest_clawswe.swe import grid, health, instance_images, lite
 
-        for module in (instance_images, lite, grid):
+        for module in (instance_images, lite, grid, health):
             module.add_cli(subparsers)
 
     @classmethod

@@ -31,6 +31,8 @@ STOP_CODES = (2, 3, 4)  # pytest: interrupted, internal error, usage error (1 = 
 class Column:
     harness: str
     model: str = ""
+    tag: str = ""  # tells apart columns of the same harness and model (`clawswe health`: each repeat, r1, r2, ...)
+    options: list[str] = field(default_factory=list)  # --harness-option KEY=VALUE of this column's runs
 
     @classmethod
     def parse(cls, text: str) -> "Column":
@@ -41,7 +43,8 @@ class Column:
 
     @property
     def name(self) -> str:
-        return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{self.harness}_{self.model}" if self.model else self.harness)
+        text = f"{self.harness}_{self.model}" if self.model else self.harness
+        return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{text}.{self.tag}" if self.tag else text)
 
 
 @dataclass
@@ -56,6 +59,7 @@ class Plan:
         run_dir = out / column.name
         where = ["--resume", str(run_dir)] if (run_dir / "run.json").is_file() else ["--run-dir", str(run_dir)]
         model = ["--model", column.model] if column.model else []
+        model += [arg for option in column.options for arg in ("--harness-option", option)]
         return [sys.executable, "-m", "pytest", "--harness", column.harness, *model, "--dataset", self.dataset,
                 "--instance-ids", ",".join(self.chunks[chunk]), *where, "-p", "no:cacheprovider",
                 *self.pytest_args]
@@ -98,19 +102,19 @@ def make_plan(dataset: str, columns: list[Column], chunk: int | None, ids: list[
     return Plan(dataset, columns, [known[i:i + size] for i in range(0, len(known), size)], pytest_args)
 
 
-def run(plan: Plan, out: Path, dry_run: bool = False, echo=print) -> int:
+def run(plan: Plan, out: Path, dry_run: bool = False, echo=print, name: str = "grid") -> int:
     """Every (chunk, column) that has not ended, chunk by chunk; returns the first stopping exit code or 0."""
     for n in range(len(plan.chunks)):
         for column in plan.columns:
             if n in plan.done.get(column.name, []):
                 continue
             cmd = plan.command(out, column, n)
-            echo(f"[grid] chunk {n + 1}/{len(plan.chunks)} column {column.name}: {' '.join(cmd[2:])}")
+            echo(f"[{name}] chunk {n + 1}/{len(plan.chunks)} column {column.name}: {' '.join(cmd[2:])}")
             if dry_run:
                 continue
             started = time.monotonic()
             code = subprocess.run(cmd).returncode
-            echo(f"[grid] chunk {n + 1} column {column.name} ended with exit code {code} in "
+            echo(f"[{name}] chunk {n + 1} column {column.name} ended with exit code {code} in "
                  f"{time.monotonic() - started:.0f}s")
             if code in STOP_CODES:
                 return code

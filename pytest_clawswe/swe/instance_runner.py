@@ -56,6 +56,7 @@ class InstanceRunner(ItemRunner):
         self.workspace_factory: Callable[..., BaseWorkspace] = functools.partial(Workspace, client)
         self.host_name = ""  # the Docker engine the items run on (engine/hosts.py), recorded in each result
         self.image_source = None  # another engine to load images from (engines.copy_image); None: this one
+        self.health = None  # the run's --health file (report/health.Health): its verdicts mark the results
 
     def item_dir(self, instance_id: str) -> Path:
         return instance_dir(self.config.run_dir, instance_id)
@@ -68,9 +69,14 @@ class InstanceRunner(ItemRunner):
         self._lease = ImageLease()
         self._eval_ahead: EvalContainer | None = None
         self._removals: list[threading.Thread] = []
-        return InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
-                              model=cfg.model, language=instance.language, repo=instance.repo,
-                              image=instance.image, docker_host=self.host_name)
+        result = InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
+                                model=cfg.model, language=instance.language, repo=instance.repo,
+                                image=instance.image, docker_host=self.host_name)
+        if self.health is not None:  # from the start: an item that ends in an error is marked too
+            from pytest_clawswe.swe.health_marks import mark
+
+            mark(result, self.health)
+        return result
 
     def before_commit(self, instance: Instance, result: InstanceResult, carried: InstanceResult | None) -> None:
         if carried is not None:
@@ -188,6 +194,10 @@ class InstanceRunner(ItemRunner):
                        timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit, ahead=self._eval_ahead)
         timings["score"] = round(time.monotonic() - t, 3)
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
+        if self.health is not None:  # the tests-flip check: the failing PASS_TO_PASS tests against the base commit
+            from pytest_clawswe.swe.health_marks import check_tests
+
+            check_tests(result, row, graded.report, self.health)
         if graded.message and not result.error:
             result.error = graded.message if graded.outcome != "resolved" else ""
 

@@ -69,7 +69,10 @@ class InstanceItem(BenchmarkItem):
             self.user_properties.append((key, value))
         self.user_properties.extend(instance_properties(r))
         if r.outcome != RESOLVED:
-            raise NotResolved(f"{r.outcome}: {r.error or 'not resolved'}")
+            from pytest_clawswe.swe.health_marks import note
+
+            health = note(r)  # --health: the instance's verdict, and failing tests that passed at the base commit
+            raise NotResolved(f"{r.outcome}: {r.error or 'not resolved'}" + (f" [{health}]" if health else ""))
 
     def reportinfo(self):
         return self.path, None, f"{self.instance.instance_id} [{self.instance.language}, {self.instance.repo}]"

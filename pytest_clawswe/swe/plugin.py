@@ -22,6 +22,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--eval-timeout", type=float, default=1800.0, help="seconds for the evaluation's test run")
     g.addoption("--no-purge", action="store_true",
                 help="ABLATION (paper §5.3): keep the image's future commits; results are not comparable")
+    g.addoption("--health", metavar="FILE",
+                help="a health file (`clawswe health`; `demo`: the demo set's, shipped): items on instances it calls "
+                     "flaky, broken or too slow are marked, and Pass@1 is also given over the healthy ones")
 
 
 def is_swe(config: pytest.Config) -> bool:

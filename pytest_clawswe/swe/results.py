@@ -42,6 +42,11 @@ class InstanceResult(ItemResult):
     attempts: int = 1
     docker_host: str = ""  # the engine that ran it: a --docker-host URL, or "default"
     images: dict = field(default_factory=dict)  # how its images were found or made (runner, engine/image_cache.py)
+    # the run's --health file on this instance (swe/health_marks.py): its verdict ("" without a file or when the
+    # file does not name it), why, and the PASS_TO_PASS tests failing here by what the file says of them
+    health: str = ""
+    health_reason: str = ""
+    p2p_vs_base: dict = field(default_factory=dict)
 
     def fail(self, error: str) -> None:
         """An error is never a verdict: the evaluator's, if any, is dropped, and `error` replaces earlier text."""
@@ -81,6 +86,9 @@ class InstanceResult(ItemResult):
             "cost_usd": "" if self.cost_usd is None else round(self.cost_usd, 6),
             "patch_lines": self.patch_lines,
             "error": self.error,
+            "health": self.health,
+            # PASS_TO_PASS tests failing here that passed at the base commit in every run of the health check
+            "p2p_passed_at_base": len(self.p2p_vs_base.get("passed_at_base", [])) if self.health else "",
         }
 
 

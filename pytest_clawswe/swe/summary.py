@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pytest_clawswe.files import load_run_info, write_atomic
 from pytest_clawswe.report.format import config_label, fmt_pct, fmt_tokens, fmt_usd
+from pytest_clawswe.report.health import both_ways, counts
 from pytest_clawswe.run.result import ERROR
 from pytest_clawswe.swe.results import APPLY_FAILED, RESOLVED, UNRESOLVED, InstanceResult
 from pytest_clawswe.usage import Usage
@@ -77,7 +78,24 @@ def summarize(results: list[InstanceResult], run_info: dict | None = None) -> di
         "mean_patch_lines": _mean([r.patch_lines for r in results]),
         "finish_reasons": dict(sorted(Counter(r.finish_reason or "none" for r in results).items())),
         "harness_usage": _sum_harness_usage(results),
+        "health": _health(results, run_info),
     }
+
+
+def _health(results: list[InstanceResult], run_info: dict) -> dict | None:
+    """With --health: Pass@1 both ways (every instance / the healthy ones only), the unhealthy instances and
+    the instances where PASS_TO_PASS tests that passed at the base commit fail; None without a health file."""
+    if not run_info.get("health") and not any(r.health for r in results):
+        return None
+    ways = both_ways({r.instance_id: r.outcome == RESOLVED for r in results},
+                     {r.instance_id: r.health for r in results})
+    return {"file": run_info.get("health"), "checked": sum(bool(r.health) for r in results),
+            "unhealthy": ways.left_out, "unhealthy_outcomes": {r.instance_id: r.outcome for r in results
+                                                               if r.instance_id in ways.left_out},
+            "healthy_instances": ways.healthy, "resolved_healthy": ways.passed_healthy,
+            "pass_at_1_healthy": ways.rate_healthy,
+            "p2p_passed_at_base": {r.instance_id: r.p2p_vs_base["passed_at_base"] for r in results
+                                   if r.p2p_vs_base.get("passed_at_base")}}
 
 
 def _sum_harness_usage(results: list[InstanceResult]) -> dict:
@@ -135,7 +153,31 @@ def terminal_lines(summary: dict) -> list[str]:
         f" cache read {fmt_tokens(s['cache_read_tokens'])} write {fmt_tokens(s['cache_write_tokens'])}"
         f" · cache hit {fmt_pct(s['cache_hit_rate'])}{_provider_text(s)}",
         f"mean duration {duration} · mean turns {turns}",
+        *_health_lines(s),
     ]
+
+
+def _health_lines(summary: dict) -> list[str]:
+    """The run's health marks (--health): Pass@1 both ways, and each item on an unhealthy instance."""
+    h = summary.get("health")
+    if not h:
+        return []
+    by_id = h.get("unhealthy_outcomes") or {}
+    unhealthy = h["unhealthy"]
+    lines = [f"health ({h['file'] or 'no file'}): {len(unhealthy)} of {summary['instances']} instances unhealthy"
+             + (f" ({counts(unhealthy)})" if unhealthy else "")
+             + f" · Pass@1 all {fmt_pct(summary['pass_at_1'])} ({summary['resolved']}/{summary['instances']})"
+             f" · healthy only {fmt_pct(h['pass_at_1_healthy'])} ({h['resolved_healthy']}/{h['healthy_instances']})"
+             + (f" · {summary['instances'] - h['checked']} not in the file" if h["checked"] < summary["instances"]
+                else "")]
+    if unhealthy:
+        lines.append("on unhealthy instances: " + ", ".join(
+            f"{iid} ({verdict.replace('_', ' ')}{', ' + by_id[iid].replace('_', ' ') if iid in by_id else ''})"
+            for iid, verdict in unhealthy.items()))
+    if h["p2p_passed_at_base"]:
+        lines.append("PASS_TO_PASS tests that passed at the base commit in the health check fail in: " + ", ".join(
+            f"{iid} ({len(tests)}, e.g. {tests[0]})" for iid, tests in h["p2p_passed_at_base"].items()))
+    return lines
 
 
 def progress_line(results: list[InstanceResult], total: int | None = None) -> str:
@@ -163,6 +205,11 @@ def junit_properties(summary: dict) -> list[tuple[str, str]]:
              "mean_agent_s", "mean_turns"]
     props = [(f"clawswe.{name}", _prop(summary[name])) for name in names]
     props += [(f"clawswe.pass_at_1.{lang}", _prop(v["pass_at_1"])) for lang, v in summary["per_language"].items()]
+    health = summary.get("health")
+    if health:  # --health: Pass@1 over the healthy instances only, beside pass_at_1 over all
+        props += [("clawswe.pass_at_1_healthy", _prop(health["pass_at_1_healthy"])),
+                  ("clawswe.healthy_instances", _prop(health["healthy_instances"])),
+                  ("clawswe.unhealthy_instances", _prop(len(health["unhealthy"])))]
     return props
 
 
@@ -180,4 +227,8 @@ def instance_properties(result: InstanceResult) -> list[tuple[str, str]]:
         "cache_hit_rate": u.cache_hit_rate,
         "patch_lines": result.patch_lines,
     }
+    if result.health:  # --health: the instance's verdict, and the failing tests that passed at the base commit
+        values["health"] = result.health
+        values["health_reason"] = result.health_reason
+        values["p2p_passed_at_base"] = len(result.p2p_vs_base.get("passed_at_base", []))
     return [(f"clawswe.{k}", _prop(v)) for k, v in values.items()]

@@ -61,7 +61,9 @@ def build_report(runs: list[Run], out: Path, compare: tuple[Run, Run] | None = N
         ("Main table", report_html.table_html(main)
          + Markup("").join(report_html.note(f"† {c.label}: {c.note}") for c in columns if c.note)
          + report_html.files_html(written["main"], out)
-         + report_html.note("Pass@1 = resolved / all instances of the run (errors count as not resolved). "
+         + report_html.note("Pass@1 = resolved / all instances of the run (errors count as not resolved); "
+                            "Pass@1 healthy (runs given --health) = resolved / the instances its health file does not "
+                            "call flaky, broken or too slow. "
                      "Cache hit = cache read / (input + cache read). Cost is unknown if any instance's model "
                      "has no price.")),
         ("Pass@1 vs cost", report_html.figure_html(written["pareto"], out, pareto_caption)),

@@ -72,6 +72,8 @@ class Column:
     apply_failed: int | None = None
     errors: int | None = None
     per_language: dict[str, tuple[int, int]] = field(default_factory=dict)  # language -> (resolved, n)
+    # a run with --health: resolved and instances among the healthy ones only (report/health.py); None without
+    healthy: tuple[int, int] | None = None
     note: str = ""  # a footnote marker's meaning, e.g. "post-paper"
     run: Run | None = None
     run_label: str = ""  # set when one configuration has several runs
@@ -150,6 +152,7 @@ def column_from_run(run: Run) -> Column:
         per_language={lang: (v["resolved"], v["instances"]) for lang, v in s["per_language"].items()},
         note=protocol_note(run.info),
         run=run,
+        healthy=(s["health"]["resolved_healthy"], s["health"]["healthy_instances"]) if s.get("health") else None,
     )
 
 

@@ -54,7 +54,10 @@ def _harness_usage(usage: dict) -> str:
 
 def instances_html(run: Run, index: int, page_dir: Path, runs: list[Run]) -> Markup:
     """One run's instances, each with its numbers and links to what it left on disk."""
+    from pytest_clawswe.swe.health_marks import note
+
     reported = any(r.harness_usage for r in run.results)  # a column only for harnesses that report
+    marked = any(r.health for r in run.results)  # a column only for runs given --health
     rows = []
     for r in run.results:
         folder = instance_dir(run.path, r.instance_id)
@@ -66,11 +69,12 @@ def instances_html(run: Run, index: int, page_dir: Path, runs: list[Run]) -> Mar
                         fmt_tokens(u.input_tokens), fmt_tokens(u.output_tokens), fmt_tokens(u.cache_read_tokens),
                         fmt_pct(u.cache_hit_rate), fmt_usd(r.cost_usd), r.patch_lines],
             "harness_usage": _harness_usage(r.harness_usage),
+            "health": r.health.replace("_", " "), "health_note": note(r),
             "links": [x for x in (link(item_page(folder), "trajectory", page_dir),
                                   *(link(folder / rel, label, page_dir) for label, rel in ARTIFACTS.items())) if x],
         })
     resolved = sum(r.outcome == "resolved" for r in run.results)
-    return _T.instances(index, run_label(run, runs), resolved, reported, rows)
+    return _T.instances(index, run_label(run, runs), resolved, reported, rows, marked)
 
 
 def matrix_html(runs: list[Run]) -> Markup:

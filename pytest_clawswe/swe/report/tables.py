@@ -33,6 +33,9 @@ def main_table(columns: list[Column]) -> pd.DataFrame:
             "Resolved": c.resolved,
             "Instances": c.instances,
             "Pass@1 (%)": _pct(c.pass_at_1),
+            # --health: Pass@1 over the healthy instances only (the column is dropped when no run has it)
+            "Pass@1 healthy (%)": _pct(c.healthy[0] / c.healthy[1] if c.healthy and c.healthy[1] else None),
+            "Healthy": c.healthy[1] if c.healthy else None,
             "Cost ($)": c.cost_usd,
             "Provider-billed ($)": c.provider_cost_usd,
             "Input tokens": c.input_tokens,
@@ -48,6 +51,8 @@ def main_table(columns: list[Column]) -> pd.DataFrame:
         table["Cost ($)"] = pd.Series([c.cost_usd for c in columns], dtype=object, index=table.index)
     if all(c.provider_cost_usd is None for c in columns):  # only providers that bill in their answers have it
         table = table.drop(columns=["Provider-billed ($)"], errors="ignore")
+    if all(c.healthy is None for c in columns):  # no run was given --health
+        table = table.drop(columns=["Pass@1 healthy (%)", "Healthy"], errors="ignore")
     if any(c.run for c in columns):  # a run has every measure, and shows "unknown" where so
         return table
     # published data lacks some measures; the paper's In/Out token columns stay, "—" where the data lacks them
