@@ -2,6 +2,7 @@
 (docs/trajectories.md, "Harbor jobs"). One job per run, OUT/<run folder name>/:
 
     config.json   a JobConfig: the harness as the agent, its model and settings, the dataset
+    clawswe.json  the run's run.json (what Harbor's fields cannot hold); it marks the folder as ours to replace
     result.json   a JobResult: trials, errors, retries, tokens, cost, the mean reward per agent and dataset
     <item id>__attempt-<n>/       one trial per item and attempt the gateway saw (earlier, retried ones too)
         config.json  result.json  (a TrialConfig, a TrialResult: rewards, timing, tokens and cost, the agent,
@@ -24,6 +25,7 @@ from pytest_clawswe.errors import UserError
 from pytest_clawswe.report import harbor_trial as trial
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MARK = "clawswe.json"  # beside a job's config.json: the run it was exported from (the whole run.json)
 
 
 class Scrubber:
@@ -86,10 +88,10 @@ def check_runs(runs: list[Path], out: Path) -> list[tuple[Path, type, dict]]:
 
 def _is_our_job(job: Path, name: str) -> bool:
     try:
-        config = json.loads((job / "config.json").read_text())
+        mark = json.loads((job / MARK).read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(config, dict) and config.get("job_name") == name and "clawswe" in (config.get("extra") or {})
+    return isinstance(mark, dict) and mark.get("job_name") == name
 
 
 def export(runs: list[Path], out: Path, prices_file: str | None = None) -> list[Path]:
@@ -120,6 +122,8 @@ def _write_job(run_dir: Path, benchmark, info: dict, out: Path, prices, scrub: S
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(scrub(text), encoding="utf-8")
         (partial / "config.json").write_text(scrub(_dump(job_config(name, benchmark, info, out))))
+        (partial / MARK).write_text(scrub(_dump({"job_name": name, "benchmark": benchmark.name,
+                                                  "run": {k: v for k, v in info.items() if k != "invocations"}})))
         retried = sum(1 for t in trials if not t["last"])
         (partial / "result.json").write_text(scrub(_dump(job_result(name, info, [t["result"] for t in trials],
                                                                     retried))))
@@ -148,12 +152,10 @@ def _agent_config(info: dict) -> dict:
 
 
 def job_config(name: str, benchmark, info: dict, out: Path) -> dict:
-    """A JobConfig: what was run, as far as Harbor's fields say it; the rest of run.json under extra."""
+    """A JobConfig: what was run, as far as Harbor's fields say it (the whole run.json is in clawswe.json)."""
     return {"schema_version": 1, "job_name": name, "jobs_dir": str(out.resolve()), "n_attempts": 1,
             "environment": {"type": "docker"}, "agents": [_agent_config(info)],
-            "datasets": [{"name": source_of(benchmark, info)}],
-            "extra": {"clawswe": {"benchmark": benchmark.name, "run_id": info.get("run_id"),
-                                  "run": {k: v for k, v in info.items() if k != "invocations"}}}}
+            "datasets": [{"name": source_of(benchmark, info)}]}
 
 
 def _item_trials(run_dir: Path, benchmark, info: dict, item, job_dir: Path, prices) -> list[dict]:
@@ -240,13 +242,14 @@ def job_result(name: str, info: dict, results: list[dict], retried: int) -> dict
 
 
 def _cli(args) -> int:
-    *runs, out = args.paths
-    if not runs:
+    from pytest_clawswe.report.command import find_runs
+    from pytest_clawswe.run.benchmark import benchmark_classes
+
+    *given, out = args.paths
+    if not given:
         raise UserError("give one run folder or more, then the folder to write the jobs into (OUT)")
-    for run in runs:
-        if not Path(run).is_dir():
-            raise UserError(f"{run} is not a folder: give run folders (reports/<run id>), then OUT")
-    jobs = export([Path(r) for r in runs], Path(out), args.prices)
+    runs = find_runs(given, benchmark_classes())  # a folder of runs (a grid's, reports/) gives each of them
+    jobs = export(runs, Path(out), args.prices)
     trials = sum(1 for job in jobs for p in job.iterdir() if p.is_dir())
     print(f"{len(jobs)} Harbor job(s), {trials} trial(s), written to {out} (harbor view {out})")
     return 0
@@ -255,6 +258,7 @@ def _cli(args) -> int:
 def add_cli(formats) -> None:
     harbor = formats.add_parser("harbor", help="runs as Harbor jobs (harbor view), one trial per item and attempt")
     harbor.add_argument("paths", nargs="+", metavar="RUN... OUT",
-                        help="run folders (reports/<run id>), either benchmark, then the folder to write the jobs in")
+                        help="run folders (reports/<run id>), either benchmark, or folders of runs (a grid's), then "
+                             "the folder to write the jobs in")
     harbor.add_argument("--prices", metavar="FILE", help="the runs' --prices file, for cost")
     harbor.set_defaults(func=_cli)
