@@ -235,6 +235,9 @@ def test_bad_input_is_refused_in_one_sentence_before_anything_is_written(runs, t
         with pytest.raises(UserError, match=says):
             export(args, out)
         assert not out.exists()  # nothing written, not even the folder
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(UserError, match="is a file"):
+        export([runs[0]], tmp_path / "a-file")
     with pytest.raises(UserError, match="price"):
         export([runs[0]], out, prices_file=str(tmp_path / "missing.json"))
     assert not out.exists()
@@ -307,3 +310,20 @@ def test_a_folder_of_runs_gives_a_job_each(runs, tmp_path, capsys):
     assert clawswe_main(["export", "harbor", str(runs[0].parent), str(tmp_path / "grid")]) == 0
     assert sorted(p.name for p in (tmp_path / "grid").iterdir()) == ["swe-run", "wild-run"]
     assert "2 Harbor job(s), 5 trial(s)" in capsys.readouterr().out
+
+
+def test_a_run_without_model_calls_exports_its_grades(runs, tmp_path):
+    """A harness that calls no model (the oracle) leaves no gateway record: its items are trials all the same,
+    graded and timed, without a trajectory or tokens."""
+    import shutil
+
+    oracle = tmp_path / "oracle-run"
+    shutil.copytree(runs[0], oracle, ignore=shutil.ignore_patterns("gateway"))
+    export([oracle], tmp_path / "out")
+    trial = tmp_path / "out" / "oracle-run" / "demo__resolved__attempt-1"
+    result = _read(trial / "result.json")
+    assert result["verifier_result"] == {"rewards": {"reward": 1.0}} and result["agent_result"] is None
+    assert result["agent_execution"]["started_at"] == "2026-11-20T10:00:03.500+00:00"
+    assert not (trial / "agent" / "trajectory.json").exists() and (trial / "verifier" / "ctrf.json").is_file()
+    assert sorted(p.name for p in (tmp_path / "out" / "oracle-run").iterdir() if p.is_dir()) == [
+        "demo__error__attempt-1", "demo__resolved__attempt-1", "demo__retried__attempt-1"]

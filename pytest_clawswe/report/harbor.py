@@ -17,6 +17,7 @@ before anything is written, and each job is written beside its old copy and swap
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -60,6 +61,7 @@ def check_runs(runs: list[Path], out: Path) -> list[tuple[Path, type, dict]]:
     from pytest_clawswe.files import load_run_info
     from pytest_clawswe.run.benchmark import benchmark_of
 
+    _check_out(out)
     checked: list[tuple[Path, type, dict]] = []
     names: dict[str, Path] = {}
     for run_dir in runs:
@@ -86,6 +88,15 @@ def check_runs(runs: list[Path], out: Path) -> list[tuple[Path, type, dict]]:
     return checked
 
 
+def _check_out(out: Path) -> None:
+    """OUT is a folder, or can be made: its nearest existing ancestor is a folder we may write in."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file: give a folder to write the jobs into (it is made if missing)")
+    nearest = next(p for p in (out, *out.resolve().parents) if p.exists())
+    if not nearest.is_dir() or not os.access(nearest, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write in {nearest}: give an OUT folder you may write in")
+
+
 def _is_our_job(job: Path, name: str) -> bool:
     try:
         mark = json.loads((job / MARK).read_text())
@@ -103,7 +114,12 @@ def export(runs: list[Path], out: Path, prices_file: str | None = None) -> list[
     scrub = Scrubber()
     jobs = []
     for run_dir, benchmark, info in checked:
-        jobs.append(_write_job(run_dir, benchmark, info, Path(out), prices, scrub))
+        try:
+            jobs.append(_write_job(run_dir, benchmark, info, Path(out), prices, scrub))
+        except OSError as exc:  # a full disk, say: the job's earlier copy stays as it was
+            where = f": {exc.filename}" if exc.filename else ""
+            raise UserError(f"cannot export {run_dir} into {out} ({exc.strerror or exc}{where}); free space or fix "
+                            f"permissions, then export again") from None
     return jobs
 
 
