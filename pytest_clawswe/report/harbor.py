@@ -130,19 +130,18 @@ def _write_job(run_dir: Path, benchmark, info: dict, out: Path, prices, scrub: S
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        trials = [t for item in benchmark.item_folders(run_dir)
-                  for t in _item_trials(run_dir, benchmark, info, item, job_dir, prices)]
-        for files in trials:
-            for rel, text in files["files"].items():
-                path = partial / files["name"] / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(scrub(text), encoding="utf-8")
+        results, retried = [], 0
+        for item in benchmark.item_folders(run_dir):  # one item at a time: a long run's trajectories are large
+            for made in _item_trials(run_dir, benchmark, info, item, job_dir, prices):
+                for rel, text in made["files"].items():
+                    path = partial / made["name"] / rel
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(scrub(text), encoding="utf-8")
+                results.append(made["result"])
+                retried += not made["last"]
         (partial / "config.json").write_text(scrub(_dump(job_config(name, benchmark, info, out))))
-        (partial / MARK).write_text(scrub(_dump({"job_name": name, "benchmark": benchmark.name,
-                                                  "run": {k: v for k, v in info.items() if k != "invocations"}})))
-        retried = sum(1 for t in trials if not t["last"])
-        (partial / "result.json").write_text(scrub(_dump(job_result(name, info, [t["result"] for t in trials],
-                                                                    retried))))
+        (partial / MARK).write_text(scrub(_dump({"job_name": name, "benchmark": benchmark.name, "run": info})))
+        (partial / "result.json").write_text(scrub(_dump(job_result(name, info, results, retried))))
         old = out / f".{name}.old"
         shutil.rmtree(old, ignore_errors=True)
         if job_dir.exists():
