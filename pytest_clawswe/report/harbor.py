@@ -155,8 +155,10 @@ def _write_job(run_dir: Path, benchmark, info: dict, out: Path, prices, scrub: S
 
 def source_of(benchmark, info: dict) -> str:
     """The trials' dataset name: the benchmark's title, and the dataset when it is not the benchmark's own."""
-    title = re.sub(r"[^a-z0-9]+", "-", str(benchmark.title).lower()).strip("-")
-    dataset = Path(str(info.get("dataset") or "")).name
+    def slug(text: str) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+    title, dataset = slug(str(benchmark.title)), slug(Path(str(info.get("dataset") or "")).name)
     return title if dataset in ("", title) else f"{title}-{dataset}"
 
 
