@@ -327,3 +327,49 @@ def test_a_run_without_model_calls_exports_its_grades(runs, tmp_path):
     assert not (trial / "agent" / "trajectory.json").exists() and (trial / "verifier" / "ctrf.json").is_file()
     assert sorted(p.name for p in (tmp_path / "out" / "oracle-run").iterdir() if p.is_dir()) == [
         "demo__error__attempt-1", "demo__resolved__attempt-1", "demo__retried__attempt-1"]
+
+
+def test_an_item_records_when_it_began_and_the_class_of_what_ended_it(tmp_path):
+    """What Harbor's timing and exception info are made of: ItemRunner writes the item's start (UTC) and, when an
+    exception ended it, that exception's class, whatever the benchmark."""
+    from dataclasses import dataclass
+    from datetime import datetime, timezone
+
+    from pytest_clawswe.errors import InfraError, ItemError
+    from pytest_clawswe.run.config import RunConfig
+    from pytest_clawswe.run.item_runner import ItemRunner
+    from pytest_clawswe.run.result import ItemResult
+
+    @dataclass
+    class Result(ItemResult):
+        item_id: str = ""
+
+        @classmethod
+        def from_json(cls, data):
+            return cls(**data)
+
+    class Runner(ItemRunner):
+        result_type = Result
+
+        def item_dir(self, item_id):
+            return tmp_path / "items" / item_id
+
+        def item_id(self, item):
+            return item
+
+        def new_result(self, item):
+            return Result(item_id=item)
+
+        def run_phases(self, item, work, result):
+            raise {"grade": ItemError("the grader crashed"), "engine": InfraError("the engine is gone", False)}[item]
+
+    runner = Runner(RunConfig("r", tmp_path, "fake", "m"), harness=None, client=None, progress=lambda line: None)
+    now = datetime.now(timezone.utc)
+    before = now.replace(microsecond=now.microsecond // 1000 * 1000)  # written to the millisecond
+    assert runner.run("grade").error_type == "ItemError"
+    with pytest.raises(InfraError):
+        runner.run("engine")
+    for item, kind in (("grade", "ItemError"), ("engine", "InfraError")):
+        written = _read(tmp_path / "items" / item / Runner.RESULT_FILE)
+        assert written["outcome"] == "error" and written["error_type"] == kind
+        assert before <= datetime.fromisoformat(written["started_at"]) <= datetime.now(timezone.utc)
