@@ -2,7 +2,8 @@
 SWE-bench evaluator and WildClawBench's graders) exported as Harbor jobs, then read by Harbor itself: its models load
 every file (Python 3.12 venv, tests/harbor_venv.py), `harbor view` serves the jobs on 127.0.0.1 and its API gives back
 each trial's reward, timing and trajectory, and Debian's Chromium shows them (screenshots in the test's tmp folder).
-About 8 min on the 2-core machine, most of it the runs. Over the whole demo sets (8 instances, 9 tasks):
+About 3-4 min on the 2-core machine with the images and bundle built, most of it the runs. Over the whole demo
+sets (8 instances, 9 tasks; about 8 min):
     CLAWSWE_HARBOR_ALL=1 PYTHONPATH=$PWD python -m pytest tests/test_harbor_view.py
 """
 from __future__ import annotations
