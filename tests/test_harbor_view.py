@@ -189,11 +189,13 @@ def _chromium(docker_client, base: str, pages: dict, shots: Path) -> dict:
                                              volumes={str(shots): {"bind": "/shots", "mode": "rw"}},
                                              network_mode="host", detach=True, labels={"clawswe.test": "harbor-view"})
     try:
-        status = container.wait(timeout=300)
+        status = container.wait(timeout=900)
         logs = container.logs().decode(errors="replace")
     finally:
         container.remove(force=True)
     assert status["StatusCode"] == 0, logs[-3000:]
+    seen = json.loads((shots / "seen.json").read_text())
+    assert seen["failed"] == {}, (seen["failed"], {k: v[:1500] for k, v in seen["pages"].items()})
     for name in pages:
         assert (shots / f"{name}.png").stat().st_size > 10_000
-    return json.loads((shots / "seen.json").read_text())
+    return seen
