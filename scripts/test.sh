@@ -10,11 +10,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh test
 probe=$(mktemp)
+harbor_probe=$(mktemp)
 reports=$(mktemp -d)
-trap 'rm -rf "$probe" "$reports"' EXIT
+trap 'rm -rf "$probe" "$harbor_probe" "$reports"' EXIT
 # Which tests would run? (collection only; the same arguments)
-CLAWSWE_NEEDS_DOCKER_FILE=$probe PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
+CLAWSWE_NEEDS_DOCKER_FILE=$probe CLAWSWE_NEEDS_HARBOR_FILE=$harbor_probe PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
   python -m pytest -p needs_docker --collect-only -q "$@" -n 0 >/dev/null || true  # -n 0: collect here
+# Harbor's own package (Python 3.12 venv, tests/harbor_venv.py), built once into ~/.cache/clawswe when a selected
+# test checks exports with it: here, outside any test's time-out (a few minutes the first time, then nothing)
+if [ "$(cat "$harbor_probe")" = yes ]; then python tests/harbor_venv.py; fi
 if [ "$(cat "$probe")" != no ]; then  # yes, or collection failed: let the real run say why
   scripts/docker-up.sh
   # tests/test_registry.py runs a local registry: Debian's docker-registry (and openssl for its CA). A

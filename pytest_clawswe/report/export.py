@@ -1,4 +1,4 @@
-"""`clawswe export atif RUN [--out DIR]`: every item's trajectories of a run folder (either benchmark), rebuilt
+"""`clawswe export atif RUN [--out DIR]` (and `clawswe export harbor`, report/harbor.py): every item's trajectories of a run folder (either benchmark), rebuilt
 from the gateway's record into the item folders (<item>/trajectory/attempt-<n>.atif.json), and with --out also
 collected into DIR as <item id>.attempt-<n>.atif.json."""
 from __future__ import annotations
@@ -46,10 +46,13 @@ def _cli(args) -> int:
 
 
 def add_cli(sub) -> None:
-    p = sub.add_parser("export", help="export a run's trajectories")
+    p = sub.add_parser("export", help="export runs: their trajectories (atif), or as Harbor jobs (harbor)")
     formats = p.add_subparsers(dest="format", required=True)
     atif = formats.add_parser("atif", help="one ATIF file per item and attempt, from the gateway's record")
     atif.add_argument("run", help="a run folder (reports/<run id>), either benchmark")
     atif.add_argument("--out", metavar="DIR", help="also collect the files into DIR")
     atif.add_argument("--prices", metavar="FILE", help="the run's --prices file, for per-step cost")
     atif.set_defaults(func=_cli)
+    from pytest_clawswe.report import harbor
+
+    harbor.add_cli(formats)

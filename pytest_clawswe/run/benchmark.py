@@ -137,6 +137,20 @@ class Benchmark:
 
         return no_outcome(result)
 
+    # -- an item as an agent-evaluation trial (`clawswe export harbor`, report/harbor.py) ------------------------
+    # the item's timings (its result's "timings", in seconds) in the order its runner takes them, each with the
+    # trial phase it counts in: "environment_setup", "agent_setup", "agent_execution", "verifier", or None (between
+    # phases, e.g. collecting the patch)
+    timing_phases: tuple[tuple[str, str | None], ...] = ()
+    agent_log = ""  # the harness's output in an item folder ("": none)
+    verifier_log = ""  # the grader's own output in an item folder ("": none)
+
+    @classmethod
+    def rewards(cls, folder, result: dict) -> dict[str, float] | None:
+        """The item's rewards as a verifier gives them: {"reward": the item's value (1/0, or a score), and any
+        further named values}; None when it was not graded (an error)."""
+        return None
+
     @classmethod
     def item_folders(cls, run_dir) -> list:
         """(item id, folder, result) of every ended item of a run folder (`clawswe export atif`)."""

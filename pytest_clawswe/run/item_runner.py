@@ -14,6 +14,7 @@ import json
 import shutil
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,23 +109,28 @@ class ItemRunner:
         result = self.new_result(item)
         self._last_result = result
         started = time.monotonic()
+        result.started_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         try:
             try:
                 self.run_phases(item, work, result)
             except self.ITEM_ERRORS as exc:
                 result.fail(str(exc))
+                result.error_type = type(exc).__name__
             except OSError as exc:
                 raise disk_or_engine_error(exc, work.parent) from exc
             except docker.errors.DockerException as exc:
                 raise InfraError(f"Docker failed: {exc}") from exc
         except InfraError as exc:
             result.fail(str(exc))
+            result.error_type = type(exc).__name__
             raise
         except Exception as exc:  # bad data, an adapter bug: recorded as an error, then raised on
             result.fail(f"{type(exc).__name__}: {exc}"[:500])
+            result.error_type = type(exc).__name__
             raise
         except BaseException as exc:  # Ctrl-C, the hard timeout: recorded as an error, then raised on
             result.fail(f"interrupted: {type(exc).__name__}: {exc}"[:500])
+            result.error_type = type(exc).__name__
             raise
         finally:
             result.timings["total"] = round(time.monotonic() - started, 3)

@@ -22,7 +22,9 @@ class ItemResult:
     outcome: str = ERROR
     finish_reason: str = ""  # one of FINISH_REASONS, or "" before the agent ran
     error: str = ""  # one sentence when outcome is ERROR (and for harness errors)
+    error_type: str = ""  # the class of the exception that ended the item as an error ("" when none did)
     timings: dict = field(default_factory=dict)  # phase -> seconds; "total" too
+    started_at: str = ""  # when the item's attempt began (UTC, ISO 8601): the timings are laid out from it
     harness_usage: dict = field(default_factory=dict)  # what the harness itself reported
     cost_usd: float | None = None  # None = unknown price, never a silent 0
     failed_requests: dict = field(default_factory=dict)  # provider failures by kind, not turns

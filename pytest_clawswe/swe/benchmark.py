@@ -159,6 +159,19 @@ class ClawSweBench(Benchmark):
             pass
         return {"outcome": outcome, "patch": patch or None, "tests": tests, "criteria": None, "score": None}
 
+    timing_phases = (("prepare_image", "environment_setup"), ("container_start", "environment_setup"),
+                     ("purge_check", "environment_setup"), ("agent", "agent_execution"), ("patch", None),
+                     ("container_remove", None), ("score", "verifier"))
+    agent_log = "agent.log"
+    verifier_log = "eval/test_output.txt"  # what the tests printed in the evaluator's container
+
+    @classmethod
+    def rewards(cls, folder: Path, result: dict) -> dict[str, float] | None:
+        """1 when the evaluator said resolved, 0 when it said otherwise; None for an error (no verdict)."""
+        if result.get("outcome") not in ("resolved", "unresolved", "apply_failed"):
+            return None
+        return {"reward": 1.0 if result["outcome"] == "resolved" else 0.0}
+
     protocol_keys = ("eval_timeout_s", "purge")
     pass_metric = "resolve_rate"
 

@@ -70,16 +70,16 @@ def _steps_from(calls: list[dict], records: list[dict]) -> list[dict]:
     return out
 
 
-def write_for_item(run_dir: Path, benchmark: str, item_id: str, folder: Path, result: dict, outcome: dict, *,
-                   prices=None, timeout: float = SETTLE_S) -> list[Path]:
-    """Write every attempt's trajectory of one item into `folder` (its run folder, or the partial folder it
-    becomes); `outcome` is the benchmark's word on the item (Benchmark.trajectory_outcome). The files written."""
+def build_for_item(run_dir: Path, benchmark: str, item_id: str, result: dict, outcome: dict, *, prices=None,
+                   timeout: float = SETTLE_S) -> list[tuple[int, dict]]:
+    """(attempt, ATIF document) of every attempt the gateway saw for one item, in attempt order; `outcome` is the
+    benchmark's word on the item (Benchmark.trajectory_outcome). Nothing is written."""
     from pytest_clawswe.gateway.recorder import enabled
 
     state_dir = Path(run_dir) / "gateway"
     calls, records = settled_calls(state_dir, item_id, timeout if enabled() else 0)  # off: nothing to wait for
     attempts = sorted({int(r.get("attempt") or 1) for r in [*records, *calls]})
-    written = []
+    docs = []
     for attempt in attempts:
         a_calls = [c for c in calls if c.get("attempt") == attempt]
         a_records = [r for r in records if r.get("attempt") == attempt]
@@ -89,8 +89,18 @@ def write_for_item(run_dir: Path, benchmark: str, item_id: str, folder: Path, re
                    **(outcome if last else {"outcome": "error", "patch": None, "tests": None, "criteria": None,
                                             "score": None}),
                    "truncated": _truncated(a_calls, a_records)}
-        doc = atif.build(_steps_from(a_calls, a_records), clawswe, harness=clawswe["harness"],
-                         model=clawswe["model"], prices=prices)
+        docs.append((attempt, atif.build(_steps_from(a_calls, a_records), clawswe, harness=clawswe["harness"],
+                                         model=clawswe["model"], prices=prices)))
+    return docs
+
+
+def write_for_item(run_dir: Path, benchmark: str, item_id: str, folder: Path, result: dict, outcome: dict, *,
+                   prices=None, timeout: float = SETTLE_S) -> list[Path]:
+    """Write every attempt's trajectory of one item into `folder` (its run folder, or the partial folder it
+    becomes); `outcome` is the benchmark's word on the item (Benchmark.trajectory_outcome). The files written."""
+    written = []
+    for attempt, doc in build_for_item(run_dir, benchmark, item_id, result, outcome, prices=prices,
+                                       timeout=timeout):
         path = trajectory_path(folder, attempt)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

@@ -124,6 +124,23 @@ class WildClawBench(Benchmark):
         return {"outcome": str(result.get("outcome") or "error"), "patch": None, "tests": None,
                 "criteria": criteria or None, "score": float(score) if isinstance(score, (int, float)) else None}
 
+    timing_phases = (("images", "environment_setup"), ("setup", "environment_setup"), ("agent", "agent_execution"),
+                     ("snapshot", None), ("grade", "verifier"))  # ("services" is inside "setup")
+    agent_log = "agent.log"
+    verifier_log = "grade.log"
+
+    @classmethod
+    def rewards(cls, folder: Path, result: dict) -> dict[str, float] | None:
+        """The overall score as "reward", and each criterion's score under its name; None for an error."""
+        outcome = cls.trajectory_outcome(folder, result)
+        if outcome["outcome"] == "error" or outcome["score"] is None:
+            return None
+        rewards = {"reward": outcome["score"]}
+        for criterion in outcome["criteria"] or []:
+            name = criterion["name"] if criterion["name"] != "reward" else "reward (criterion)"
+            rewards[name] = criterion["score"]
+        return rewards
+
     protocol_keys = ("judge_model", "grade_timeout_s")
     scored = True
 
