@@ -38,6 +38,8 @@ class Benchmark:
     unread_options: tuple[str, ...] = ()
     # what to do instead of another benchmark's option (its dest -> a short phrase), e.g. how to select items
     instead_of: dict[str, str] = {}
+    # the agents' network when --network is not given (run/config.resolve_network): locked, internet or open
+    default_network = "locked"
 
     def __init__(self, config: pytest.Config):
         self.config = config

@@ -17,8 +17,12 @@ class WildClawBench(Benchmark):
     """WildClawBench task files: collection, runner and the run's files; the session does the rest."""
 
     name = "wildclaw"
-    unread_options = ("retries", "cache_level", "image_cache")  # a task runs once; its images are not per task
-    instead_of = {"instance_ids": "select tasks with -k (a task id or a category) or -m",
+    # a task runs once; its images are not per task; its budget is its own timeout_seconds
+    unread_options = ("retries", "cache_level", "image_cache", "budget")
+    # as released: agents browse, download and install (engine/internet.py keeps the host and neighbours out)
+    default_network = "internet"
+    instead_of = {"budget": "each task's budget is its own timeout_seconds; scale them with --budget-factor F",
+                  "instance_ids": "select tasks with -k (a task id or a category) or -m",
                   "instances_file": "select tasks with -k (a task id or a category) or -m",
                   "lite": "select tasks with -k or -m"}
 

@@ -118,8 +118,10 @@ class TaskRunner(ItemRunner):
         labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "agent"}
         plan = services.plan(task, ws_dir)  # before any container: a wrong config is one sentence
         result.warmup_moved = plan.moved
-        # warmup lines may reach package registries: they run on the open bridge, the agent never does
-        first_network = "bridge" if plan.warmup and cfg.network not in (None, "none") else cfg.network
+        # warmup lines may reach package registries: on a locked run they run on the open bridge, the agent never
+        # does (the internet network reaches them already)
+        locked = cfg.network_mode == "locked" and cfg.network not in (None, "none")
+        first_network = "bridge" if plan.warmup and locked else cfg.network
         t = time.monotonic()
         ws = Workspace(self.client, task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
                        network=first_network, **docker_args)
