@@ -278,7 +278,8 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
             raise _usage(f"{cfg.run_dir} is a {stored['benchmark']} run: resume it with {flag} and its --dataset")
         for key, now in benchmark.run_info().items():
             if key in stored and stored[key] != now:
-                raise _usage(f"{key} is {now!r} but the run in {cfg.run_dir} used {stored[key]!r}; resume with "
+                name = benchmark.run_info_options.get(key, key)
+                raise _usage(f"{name} is {now!r} but the run in {cfg.run_dir} used {stored[key]!r}; resume with "
                              "the run's own settings, or start a new run")
     for key, now in result_settings(config, cfg).items():
         if key not in stored:  # a run from before this setting was recorded

@@ -145,7 +145,8 @@ class WildClawBench(Benchmark):
             rewards[name] = criterion["score"]
         return rewards
 
-    protocol_keys = ("judge_model", "grade_timeout_s")
+    protocol_keys = ("judge_model", "grade_timeout_s", "budget_factor", "skills")
+    protocol_defaults = {"budget_factor": 1.0, "skills": True}
     scored = True
 
     @classmethod
@@ -181,9 +182,21 @@ class WildClawBench(Benchmark):
 
     def run_info(self) -> dict:
         o = self.options
+        ablations = o.ablations()
         return {"judge_model": o.judge_model, "pass_score": o.pass_score, "grade_timeout_s": o.grade_timeout_s,
                 "dataset_root": str(o.dataset_root), "task_image": o.task_image,
-                "scripted_fixtures": str(o.scripted_fixtures) if o.scripted_fixtures else None}
+                "scripted_fixtures": str(o.scripted_fixtures) if o.scripted_fixtures else None,
+                # the paper's ablations: compared on --resume (a run mixing two budgets would be neither)
+                "budget_factor": o.budget_factor, "skills": o.skills,
+                "ablation": "; ".join(ablations) + "; not comparable" if ablations else None}
+
+    run_info_options = {"budget_factor": "--budget-factor", "skills": "skills (--no-skills)",
+                        "ablation": "the ablation", "judge_model": "--judge-model", "pass_score": "--pass-score",
+                        "grade_timeout_s": "--grade-timeout", "task_image": "--task-image",
+                        "scripted_fixtures": "--scripted-fixtures", "dataset_root": "--dataset"}
+
+    def warning_lines(self, run_dir) -> list[str]:
+        return [f"ABLATION {line}; not comparable to the paper" for line in self.options.ablations()]
 
     def start_run(self, run_dir) -> None:
         from pytest_clawswe.gateway.conversation import DIR_NAME

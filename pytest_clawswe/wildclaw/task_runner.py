@@ -8,6 +8,7 @@ Every container carries the run's labels, so `clawswe clean --run-id` finds them
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, InfraError, Workspace
@@ -72,12 +73,16 @@ class TaskRunner(ItemRunner):
 
     def run_phases(self, task: Task, work: Path, result: TaskResult) -> None:
         cfg, timings = self.config, result.timings
+        # --budget-factor: the agent's budget and the budget its prompt states (result.json keeps the task's own)
+        task = replace(task, timeout_seconds=self.options.budget(task.timeout_seconds))
+        result.budget_s = task.timeout_seconds
         suite = suite_root(self.options.dataset_root)
         ws_dir = suite / task.workspace_path
         if not (ws_dir / "exec").is_dir():
             raise agent.TaskSetupError(f"{task.id}: its workspace {ws_dir} has no exec/ folder; download the suite's "
                                        "workspace/ next to tasks/ (or make stand-ins: clawswe wildclaw standin)")
-        result.warnings = agent.missing_skills(task, suite)  # as released: warned, and the task goes on
+        # as released: warned, and the task goes on; --no-skills: none is copied, none is missing
+        result.warnings = agent.missing_skills(task, suite) if self.options.skills else []
         try:
             found = fixtures.for_task(task.id, ws_dir, self.options.scripted_fixtures)
         except fixtures.FixtureError as exc:
@@ -92,7 +97,7 @@ class TaskRunner(ItemRunner):
         timings["images"] = round(time.monotonic() - t, 3)
         self._ensure_harness()
         prompt = task.full_prompt()
-        if self.harness.inline_skills:
+        if self.harness.inline_skills and self.options.skills:
             prompt = agent.inline_skills(task, suite, prompt, self.harness.skill_dirs[0])
         (work / "prompt.txt").write_text(prompt)
 
@@ -145,8 +150,9 @@ class TaskRunner(ItemRunner):
 
                 t = time.monotonic()
                 try:  # skills after create_agent, which resets the harness's state folder
-                    run = agent.agent_phase(self.harness, ctx, prompt, cfg.disk_limit,
-                                            after_create=lambda: agent.copy_skills(ws, task, suite, cfg.harness_name))
+                    skills = (lambda: agent.copy_skills(ws, task, suite, cfg.harness_name)) if self.options.skills \
+                        else None
+                    run = agent.agent_phase(self.harness, ctx, prompt, cfg.disk_limit, after_create=skills)
                 finally:
                     if car is not None:  # the audit is complete: no process of the agent is left to call
                         services.stop(car)
