@@ -176,9 +176,12 @@ class WildClawBench(Benchmark):
         return items
 
     def harness_defaults(self, harness: str) -> dict[str, str]:
-        # the released runner's OpenClaw works in the task's folder (its default agent), not in a per-instance
-        # agent workspace as Claw-SWE-Bench's does
-        return {"workspace": "workdir"} if harness == "openclaw" else {}
+        # the released runner's OpenClaw works in the task's folder (its default agent, ~/.openclaw/workspace linked
+        # there), not in a per-instance agent workspace as Claw-SWE-Bench's does; it denies no tool (Claw-SWE-Bench
+        # denies the image tool, web and memory tools) and makes the chat model its image model
+        if harness == "openclaw":
+            return {"workspace": "workdir", "tools_deny": "", "image_input": "true"}
+        return {}
 
     def run_info(self) -> dict:
         o = self.options

@@ -139,6 +139,7 @@ class TaskRunner(ItemRunner):
                 agent.put_tree(ws, ws_dir / "exec", agent.WORKDIR)
                 if (ws_dir / "tmp").is_dir():
                     agent.put_tree(ws, ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
+                ws.exec(["chmod", "-R", "u+w", agent.WORKDIR])  # as released: the copy is writable
                 ctx = AgentContext(task.id, {"task": task.id}, ws, work, cfg.model, task.timeout_seconds,
                                   workdir=agent.WORKDIR)
                 if self.gateway is not None:
