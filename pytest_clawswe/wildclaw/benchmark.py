@@ -179,9 +179,13 @@ class WildClawBench(Benchmark):
         # the released runner's OpenClaw works in the task's folder (its default agent, ~/.openclaw/workspace linked
         # there), not in a per-instance agent workspace as Claw-SWE-Bench's does; it denies no tool (Claw-SWE-Bench
         # denies the image tool, web and memory tools) and makes the chat model its image model
-        if harness == "openclaw":
-            return {"workspace": "workdir", "tools_deny": "", "image_input": "true"}
-        return {}
+        # Every released runner stops its agent at exactly timeout_seconds (no grace past it).
+        released = {"openclaw": {"workspace": "workdir", "tools_deny": "", "image_input": "true"},
+                    "claude-code": {"prompt_caching": "false", "interleaved_thinking": "false",
+                                    "experimental_betas": "false"},
+                    "codex": {"reasoning_summary": "none", "reasoning_summaries": "false", "hide_reasoning": "true"},
+                    "hermes": {"max_turns": "90"}}  # its bench runner's max_iterations
+        return {**released[harness], "grace": "0"} if harness in released else {}
 
     def run_info(self) -> dict:
         o = self.options
