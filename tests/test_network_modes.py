@@ -211,3 +211,32 @@ def test_the_internet_default_without_iptables_is_one_sentence_and_nothing_runs(
     assert len(lines) == 1 and "the default --network internet" in lines[0] and "--network open" in lines[0]
     assert "--network locked" in lines[0] and "iptables" in lines[0]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.docker
+def test_clean_removes_the_internet_rules_a_killed_run_left(docker_client):
+    if os.geteuid() != 0 or not shutil.which("iptables"):
+        pytest.skip("needs root and iptables")
+    from pytest_clawswe.engine.docker_workspace import LABEL_OWNER, LABEL_RUN
+    from pytest_clawswe.engine.internet import create_internet_network, guard_internet
+    from pytest_clawswe.run.clean import clean
+
+    run_id = f"t-inet-{os.getpid()}"
+    name = f"clawswe-{run_id}"
+    create_internet_network(docker_client, name, {LABEL_RUN: run_id})
+    net = docker_client.networks.get(name)
+    try:
+        assert guard_internet(docker_client, name, 9, run_id) is None
+        assert guard_internet(docker_client, name, 9, run_id) is None  # again (a resume): still one set
+        v4, v6 = hostguard.rules(run_id), hostguard.rules(run_id, "ip6tables")
+        chains = {r[1] for r in v4}
+        assert "INPUT" in chains and ({"DOCKER-USER", "FORWARD"} & chains), v4
+        assert all(hostguard.bridge_of(docker_client, name) in r for r in v4 + v6)
+        assert net.attrs["Labels"][LABEL_OWNER]  # owned by this live process: a sweep that spares the live ...
+        net.remove()  # ... keeps it; a killed run's network is gone or removed: its rules are orphans now
+        assert clean(docker_client, run_id, progress=lambda m: None) == len(v4) + len(v6)
+        assert hostguard.rules(run_id) == [] and hostguard.rules(run_id, "ip6tables") == []
+    finally:
+        hostguard.unguard(run_id)
+        for n in docker_client.networks.list(names=[name]):
+            n.remove()
