@@ -276,6 +276,16 @@ class NetProbeHarness(Harness):
             container.image.id, ["python3", "-m", "http.server", "8000"], detach=True, network=network,
             labels=dict(container.labels))  # the run's labels: swept with the run if this test dies
         try:
+            import time
+
+            for _ in range(120):  # serving (from inside itself), so that "blocked" means the network said so
+                listening = sibling.exec_run(["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', "
+                                                               "8000), 2)"])
+                if listening.exit_code == 0:
+                    break
+                time.sleep(0.5)
+            else:
+                raise RuntimeError("the sibling container did not serve on port 8000")
             sibling.reload()
             address = sibling.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
             o = self.opts
