@@ -240,3 +240,19 @@ def test_clean_removes_the_internet_rules_a_killed_run_left(docker_client):
         hostguard.unguard(run_id)
         for n in docker_client.networks.list(names=[name]):
             n.remove()
+
+
+def test_the_resolvers_let_through_are_those_docker_forwards_to(tmp_path, monkeypatch):
+    from pytest_clawswe.engine import internet
+
+    stub, upstream = tmp_path / "resolv.conf", tmp_path / "upstream.conf"
+    stub.write_text("nameserver 127.0.0.53\noptions edns0\n")  # systemd-resolved's stub: Docker reads the other file
+    upstream.write_text("# from DHCP\nnameserver 10.0.0.2\nnameserver fd00::1\nnameserver 8.8.8.8\n")
+    monkeypatch.setattr(internet, "RESOLV_FILES", (str(stub), str(upstream)))
+    assert internet.resolvers() == ["10.0.0.2", "8.8.8.8"]
+    rules = internet.egress_rules("br-x", "clawswe:r", internet.resolvers())
+    accepts = [r for r in rules if r[-1] == "ACCEPT"]
+    assert [r[r.index("-d") + 1] for r in accepts] == ["10.0.0.2/32", "10.0.0.2/32"]  # udp and tcp; 8.8.8.8 is public
+    assert rules.index(accepts[0]) > max(i for i, r in enumerate(rules) if r[-1] == "REJECT")  # inserted last: on top
+    stub.write_text("nameserver 192.168.1.1\n")
+    assert internet.resolvers() == ["192.168.1.1"]
