@@ -107,3 +107,13 @@ def test_a_run_without_skills_gives_the_agent_no_skill_folder(pytester, tmp_path
     # a resume without --no-skills would mix the two protocols
     r = _pytest(tmp_path, *WILD, "--model", "scripted/gold", "--resume", str(without))
     assert "skills (--no-skills) is True but the run" in _one_sentence(r)
+
+
+def test_the_items_hard_stop_leaves_room_for_a_scaled_budget(pytester):
+    from pytest_clawswe.wildclaw.items import SETUP_ALLOWANCE_S
+
+    run = pytester.inline_run(*WILD, "--model", "scripted/gold", "-k", "skills", "--budget-factor", "3",
+                              "--collect-only", "-p", "no:cacheprovider", "-n", "0")
+    (item,) = [i for i in run.getcalls("pytest_collection_finish")[0].session.items if "skills" in i.nodeid]
+    # the task's 300 s x3, not its own 300 s: the backstop would have cut the agent at a third of its budget
+    assert item.get_closest_marker("timeout").args[0] == 900 + 120 + SETUP_ALLOWANCE_S
