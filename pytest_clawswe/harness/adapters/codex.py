@@ -43,8 +43,8 @@ def _toml(value) -> str:
 class CodexOptions(BundledOptions):
     reasoning_effort: str | None = field(default=None, metadata={"help": "model_reasoning_effort (default: codex's)"})
     context_window: int | None = field(default=None, metadata={"help": "model_context_window (default: codex's)"})
-    reasoning_summary: str | None = field(default=None, metadata={
-        "help": "model_reasoning_summary, e.g. none (default: codex's)"})
+    reasoning_summary: str = field(default="", metadata={
+        "help": "model_reasoning_summary, e.g. none (default, empty: codex's)"})
     reasoning_summaries: bool | None = field(default=None, metadata={
         "help": "model_supports_reasoning_summaries (default: codex's)"})
     hide_reasoning: bool = field(default=False, metadata={"help": "hide_agent_reasoning"})
