@@ -53,9 +53,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "before the run writes anything)")
     g.addoption("--harness-option", action="append", default=[], metavar="KEY=VALUE",
                 help="option passed to the harness adapter (repeatable)")
-    g.addoption("--network", choices=("locked", "open"), default="locked",
-                help="locked (default): agents reach the model gateway and nothing else; open: the Docker "
-                     "default network, e.g. for harnesses that must install something")
+    g.addoption("--network", choices=("locked", "internet", "open"), default=None,
+                help="locked (Claw-SWE-Bench's default): agents reach the model gateway and nothing else; internet "
+                     "(WildClawBench's default): also public addresses, never this host, private or link-local "
+                     "addresses or each other (needs root and iptables); open: Docker's default network as it is")
     g.addoption("--retries", type=int, default=0, metavar="N",
                 help="re-run an attempt that ends in a harness error up to N times, within the same budget "
                      "(default: 0, as the released code)")

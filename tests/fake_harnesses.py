@@ -233,3 +233,66 @@ class RelayProbeHarness(Harness):
         (ctx.artifacts_dir / "probe.txt").write_text(out)
         apply_gold(ctx)
         return AgentRun("stop", out, 0)
+
+
+NET_PROBE = r"""
+probe() { timeout 8 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && echo reached || echo blocked; }
+host=${GATEWAY#http://}; host=${host%%/*}
+echo "gateway=$(probe ${host%:*} ${host#*:})"
+echo "host_service=$(probe ${host%:*} $HOST_PORT)"
+echo "host_address=$(probe $HOST_ADDR $HOST_PORT)"
+echo "sibling=$(probe $SIBLING 8000)"
+echo "private_host=$(probe ${PRIVATE%:*} ${PRIVATE#*:})"
+echo "link_local_host=$(probe ${LINK_LOCAL%:*} ${LINK_LOCAL#*:})"
+if timeout 120 python3 -m pip download six --no-deps --no-cache-dir --retries 0 --timeout 15 -q -d /tmp/six \
+    >/tmp/pip.log 2>&1 && ls /tmp/six | grep -q '^six-'; then echo "internet=reached"; else echo "internet=blocked"; fi
+echo "ipv6_off=$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1)"
+"""
+
+
+@dataclass
+class NetProbeOptions(HarnessOptions):
+    """Where the network probe looks (the test's own services, test hosts and this host's address)."""
+
+    host_port: str = "22"
+    host_addr: str = "127.0.0.1"
+    private: str = "127.0.0.1:9"
+    link_local: str = "127.0.0.1:9"
+
+
+class NetProbeHarness(Harness):
+    """Reports which of {internet (a package index), a host service, a sibling container, the test's private and
+    link-local hosts, the gateway} its container reaches. The sibling is a container it starts itself on the
+    same network (an agent of another item), serving on port 8000, removed at the end."""
+
+    Options = NetProbeOptions
+    name = "netprobe"
+
+    def send_task(self, ctx, prompt):
+        container = ctx.workspace.container
+        container.reload()
+        network = next(iter(container.attrs["NetworkSettings"]["Networks"]))
+        sibling = container.client.containers.run(
+            container.image.id, ["python3", "-m", "http.server", "8000"], detach=True, network=network,
+            labels=dict(container.labels))  # the run's labels: swept with the run if this test dies
+        try:
+            import time
+
+            for _ in range(120):  # serving (from inside itself), so that "blocked" means the network said so
+                listening = sibling.exec_run(["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', "
+                                                               "8000), 2)"])
+                if listening.exit_code == 0:
+                    break
+                time.sleep(0.5)
+            else:
+                raise RuntimeError("the sibling container did not serve on port 8000")
+            sibling.reload()
+            address = sibling.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
+            o = self.opts
+            env = {"GATEWAY": ctx.gateway_url, "HOST_PORT": o.host_port, "HOST_ADDR": o.host_addr,
+                   "SIBLING": address, "PRIVATE": o.private, "LINK_LOCAL": o.link_local}
+            out = ctx.workspace.exec(["bash", "-c", NET_PROBE], env=env, timeout=300).stdout
+        finally:
+            sibling.remove(force=True)
+        (ctx.artifacts_dir / "netprobe.txt").write_text(f"network={network}\n{out}")
+        return AgentRun("stop", out, 0)

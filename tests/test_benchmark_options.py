@@ -25,6 +25,8 @@ def _pytest(tmp_path, *args):
     (WILD + ["--retries", "2"], ["WildClawBench (--benchmark wildclaw) does not read --retries"]),
     (WILD + ["--cache-level", "none"], ["does not read --cache-level"]),
     (WILD + ["--image-cache", "10g"], ["does not read --image-cache"]),
+    # each task has its own budget (timeout_seconds): --budget was accepted, ignored and written to run.json
+    (WILD + ["--budget", "600"], ["does not read --budget", "--budget-factor"]),
     (SWE + ["--judge-model", "openai/gpt-5.4-mini"], ["--judge-model is --benchmark wildclaw's option",
                                                       "Claw-SWE-Bench"]),
     (SWE + ["--pass-score", "0.7"], ["--pass-score"]),

@@ -109,7 +109,9 @@ def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, m
                                                                       docker_client):
     bundle(docker_client, "claude-code")
     run_dir = tmp_path / "iso"
-    run = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, dataset=ISOLATION)
+    # locked: Warmup on the open network, then the agent with none (the default, internet, is tests/test_network_modes)
+    run = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, "--network", "locked",
+                   dataset=ISOLATION)
     assert run.ret == 0, run.stdout.str()[-3000:]
     got = results(run_dir)
     budget = got.pop("01_Productivity_Flow_task_8_budget")
@@ -130,7 +132,7 @@ def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, m
     # resume: the finished task is kept, not run again
     before = (run_dir / "tasks" / r["task_id"] / "result.json").stat().st_mtime_ns
     again = run_wild(pytester, monkeypatch, "claude-code", "scripted/gold", run_dir, "--resume", str(run_dir),
-                     dataset=ISOLATION)
+                     "--network", "locked", dataset=ISOLATION)
     assert again.ret == 0
     assert (run_dir / "tasks" / r["task_id"] / "result.json").stat().st_mtime_ns == before
     assert not left_containers(docker_client, run_dir)

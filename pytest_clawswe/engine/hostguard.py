@@ -4,7 +4,8 @@ An internal Docker network has no route out, but its containers still reach the 
 bridge's address, where every host service listening on 0.0.0.0 answers (a database, an SSH daemon, a
 package cache). Rules at the top of the host's INPUT chain let that bridge reach the model gateway's port
 and refuse the rest. Each rule names its run in a comment, so the run, or `clawswe clean`, removes exactly
-its own.
+its own, in whichever chain it is (engine/internet.py adds egress rules in DOCKER-USER or FORWARD, and in
+ip6tables).
 """
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ def _iptables(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["iptables", "-w", *args], capture_output=True, text=True)
 
 
+def _ip6tables(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip6tables", "-w", *args], capture_output=True, text=True)
+
+
+FAMILIES = ("iptables", "ip6tables")
+
+
 def guard(client, network: str, port: int, run_id: str) -> str | None:
     """Let `network` reach the host only on `port`. None when the rules are in place, else why not."""
     if shutil.which("iptables") is None:
@@ -43,11 +51,11 @@ def guard(client, network: str, port: int, run_id: str) -> str | None:
     return None
 
 
-def rules(run_id: str | None = None) -> list[list[str]]:
-    """This run's rules (None: every clawswe rule), as `iptables -S` arguments."""
-    if shutil.which("iptables") is None:
+def rules(run_id: str | None = None, family: str = "iptables") -> list[list[str]]:
+    """This run's rules (None: every clawswe rule) in every chain, as `iptables -S` (or ip6tables) arguments."""
+    if shutil.which(family) is None:
         return []
-    listed = _iptables("-S", "INPUT")
+    listed = (_iptables if family == "iptables" else _ip6tables)("-S")
     found = []
     for line in listed.stdout.splitlines():
         args = shlex.split(line)
@@ -62,15 +70,21 @@ def rules(run_id: str | None = None) -> list[list[str]]:
 def unguard(run_id: str | None = None, only_orphans: bool = False, dry_run: bool = False, progress=None) -> int:
     """Remove a run's rules (None: every run's); `only_orphans`: only those whose bridge is gone."""
     removed = 0
-    for args in rules(run_id):
-        bridge = args[args.index("-i") + 1] if "-i" in args else ""
-        if only_orphans and Path("/sys/class/net", bridge).exists():
-            continue  # its network still exists: a run in progress
-        if progress:
-            progress(f"{'would remove' if dry_run else 'removing'} firewall rule {' '.join(args[1:])}")
-        if dry_run or _iptables("-D", *args[1:]).returncode == 0:  # args[0] is "-A"
-            removed += 1
+    for family in FAMILIES:
+        for args in rules(run_id, family):
+            bridge = args[args.index("-i") + 1] if "-i" in args else ""
+            if only_orphans and Path("/sys/class/net", bridge).exists():
+                continue  # its network still exists: a run in progress
+            if progress:
+                progress(f"{'would remove' if dry_run else 'removing'} firewall rule {' '.join(args[1:])}"
+                         f"{' (IPv6)' if family == 'ip6tables' else ''}")
+            if dry_run or _run(family, "-D", *args[1:]).returncode == 0:  # args[0] is "-A"
+                removed += 1
     return removed
+
+
+def _run(family: str, *args: str) -> subprocess.CompletedProcess:
+    return (_iptables if family == "iptables" else _ip6tables)(*args)
 
 
 # -- another engine's host (gateway/relay.py) ----------------------------------------------------------------------

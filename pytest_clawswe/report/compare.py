@@ -68,7 +68,12 @@ def why_not_comparable(a: RunData, b: RunData) -> str | None:
             return (f"A and B ran different datasets ({key} {a.info.get(key)!r} vs {b.info.get(key)!r}); compare "
                     "runs of the same dataset and revision.")
     keys = PROTOCOL + a.kind.protocol_keys
-    differ = [f"{k} {a.info.get(k)!r} vs {b.info.get(k)!r}" for k in keys if a.info.get(k) != b.info.get(k)]
+    defaults = a.kind.protocol_defaults  # a run from before a setting was recorded ran with its default
+
+    def value(info: dict, key: str):
+        return info.get(key, defaults.get(key))
+
+    differ = [f"{k} {value(a.info, k)!r} vs {value(b.info, k)!r}" for k in keys if value(a.info, k) != value(b.info, k)]
     if differ:
         return f"A and B ran under different protocol settings ({', '.join(differ)}); compare runs made alike."
     if not a.values.keys() & b.values.keys():

@@ -38,6 +38,8 @@ class Benchmark:
     unread_options: tuple[str, ...] = ()
     # what to do instead of another benchmark's option (its dest -> a short phrase), e.g. how to select items
     instead_of: dict[str, str] = {}
+    # the agents' network when --network is not given (run/config.resolve_network): locked, internet or open
+    default_network = "locked"
 
     def __init__(self, config: pytest.Config):
         self.config = config
@@ -64,6 +66,9 @@ class Benchmark:
     def run_info(self) -> dict:
         """Extra keys for run.json (settings of this benchmark that a report or a resume needs)."""
         return {}
+
+    # run_info keys -> the option that sets them, named when a resume is refused for a different value
+    run_info_options: dict[str, str] = {}
 
     def start_run(self, run_dir) -> None:
         """Called once in the controller after the run folder and gateway exist."""
@@ -120,6 +125,7 @@ class Benchmark:
     # `clawswe compare`: the run.json keys (beyond the core's) two runs must share to be compared, and whether
     # an item is scored (a paired test of mean scores) or passes (McNemar's test of the pass rate, so named)
     protocol_keys: tuple[str, ...] = ()
+    protocol_defaults: dict = {}  # the value of a protocol key a run.json from before it existed ran with
     scored = False
     pass_metric = "pass_rate"
 

@@ -169,11 +169,7 @@ def run_config(config: pytest.Config) -> RunConfig:
     options = _harness_options(config)
     prices_sha256 = _prices(config.getoption("prices"))
     run_id, run_dir = _run_location(config, name)
-    network = None
-    if config.getoption("network") == "locked":
-        # no model to reach: no network at all; else the run's internal network, where the gateway listens
-        network = f"clawswe-{run_id}" if harness_cls.needs_model else "none"
-    cfg = RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec, network=network,
+    cfg = RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
                     model=config.getoption("model"), budget_s=budget, eval_timeout_s=eval_timeout,
                     mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
                     disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
@@ -214,6 +210,38 @@ def _spending(config: pytest.Config, cfg: RunConfig) -> None:
                          "(USD per million tokens) or drop the ceiling")
 
 
+NETWORK_MODES = ("locked", "internet", "open")
+
+
+def resolve_network(config: pytest.Config, cfg: RunConfig, default: str) -> None:
+    """cfg.network_mode (--network, else the benchmark's `default`) and cfg.network, the agents' Docker network.
+
+    `internet` needs host firewall rules (engine/internet.py): without root or iptables it is one sentence
+    before anything is written, never a silent fall-back to Docker's open network."""
+    mode = config.getoption("network") or default
+    if mode not in NETWORK_MODES:
+        raise _usage(f"--network {mode}: use one of {', '.join(NETWORK_MODES)}")
+    cfg.network_mode = mode
+    if mode == "open":
+        cfg.network = None  # Docker's default bridge
+    elif not cfg.harness_class or cfg.harness_class.needs_model:
+        cfg.network = f"clawswe-{cfg.run_id}"  # the run's own network, where the gateway listens
+    else:
+        cfg.network = "none"  # no model to reach: no network at all
+    if mode != "internet" or cfg.network == "none" or getattr(config, "workerinput", None) \
+            or config.option.collectonly:
+        return
+    from pytest_clawswe.engine.internet import why_not_possible
+
+    why = why_not_possible()
+    if why:
+        given = "--network internet" if config.getoption("network") else "the default --network internet"
+        raise _usage(f"{given} (public addresses only: not this host, private or link-local addresses, nor other "
+                     f"containers) needs host firewall rules, which need root and iptables ({why}); run as root, "
+                     "or give --network open (Docker's default network: this host's services and other containers "
+                     "are reachable too) or --network locked (no internet)")
+
+
 def check_harness_options(cfg: RunConfig) -> None:
     """Bad harness options (e.g. zeroclaw without its binary): one sentence before anything starts."""
     try:
@@ -228,7 +256,7 @@ def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
         "harness": cfg.harness_name, "model": cfg.model, "dataset": config.getoption("dataset"),
         "dataset_revision": cfg.dataset_revision, "budget_s": cfg.budget_s, "eval_timeout_s": cfg.eval_timeout_s,
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
-        "network": config.getoption("network"), "harness_options": cfg.harness_options,
+        "network": cfg.network_mode, "harness_options": cfg.harness_options,
         "prices_sha256": cfg.prices_sha256, "retries": cfg.retries, "purge": cfg.purge,
         "gateway_shaping": cfg.gateway_shaping, "grade_provider_failures": cfg.grade_provider_failures,
     }
@@ -250,7 +278,8 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
             raise _usage(f"{cfg.run_dir} is a {stored['benchmark']} run: resume it with {flag} and its --dataset")
         for key, now in benchmark.run_info().items():
             if key in stored and stored[key] != now:
-                raise _usage(f"{key} is {now!r} but the run in {cfg.run_dir} used {stored[key]!r}; resume with "
+                name = benchmark.run_info_options.get(key, key)
+                raise _usage(f"{name} is {now!r} but the run in {cfg.run_dir} used {stored[key]!r}; resume with "
                              "the run's own settings, or start a new run")
     for key, now in result_settings(config, cfg).items():
         if key not in stored:  # a run from before this setting was recorded
@@ -285,6 +314,7 @@ class RunConfig:
     prices_file: str | None = None  # extra or overriding model prices (see prices.py)
     prices_sha256: str | None = None  # the prices file's digest: a resume must price alike
     network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
+    network_mode: str = "locked"  # --network: locked, internet or open (resolve_network)
     retries: int = 0  # re-runs of an attempt that ended in a harness error, within the same budget
     purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
     gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)

@@ -1,4 +1,5 @@
-"""What a run starts before its first item, for every item to share: the model gateway, the locked network on every engine, a relay on each other machine's engine, the host firewall."""
+"""What a run starts before its first item, for every item to share: the model gateway, the run's network (locked
+or internet) on every engine, a relay on each other machine's engine, the host firewall."""
 from __future__ import annotations
 
 import warnings
@@ -22,12 +23,16 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list):
 
     local = [c for h, c in zip(hosts, clients) if not is_remote(h.url)]
     remote = [(h, c) for h, c in zip(hosts, clients) if is_remote(h.url)]
-    locked = cfg.network if cfg.network and cfg.network != "none" else None
+    own = cfg.network if cfg.network and cfg.network != "none" else None  # the run's network, if it has one
+    internet = own is not None and cfg.network_mode == "internet"
+    locked = None if internet else own
     gateway = None
     try:
-        if locked:
+        if own:
+            from pytest_clawswe.engine.internet import create_internet_network
+
             for client in clients:
-                create_locked_network(client, locked, {LABEL_RUN: cfg.run_id})
+                (create_internet_network if internet else create_locked_network)(client, own, {LABEL_RUN: cfg.run_id})
         # the gateway listens for each engine's relay where this machine meets that engine's host
         towards = {h.name: local_address_towards(engine_address(h.url)) for h, _ in remote}
         gateway = start(cfg.run_dir / "gateway", cfg.model, local[0] if local else None, cfg.network,
@@ -43,6 +48,16 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list):
         if gateway is not None:
             gateway.stop()
         raise pytest.UsageError(str(exc)) from None
+    if internet:  # every rule in place before any agent starts, or no run (session.start sweeps the rest)
+        from urllib.parse import urlsplit
+
+        from pytest_clawswe.engine.internet import guard_internet
+
+        why = guard_internet(local[0], own, urlsplit(gateway.url).port, cfg.run_id)
+        if why:
+            gateway.stop()
+            raise pytest.UsageError(f"could not put the host firewall rules of --network internet in place ({why}); "
+                                    "give --network open or --network locked")
     if locked and local:
         from urllib.parse import urlsplit
 

@@ -44,6 +44,7 @@ def configure(config: pytest.Config) -> None:
     cfg = settings.run_config(config)
     benchmark = config.hook.pytest_clawswe_benchmark(config=config)
     check_options(config, benchmark)  # another benchmark's option, given: one sentence, nothing run
+    settings.resolve_network(config, cfg, benchmark.default_network)
     defaults = benchmark.harness_defaults(cfg.harness_name)
     if defaults:
         cfg.harness_options = {**defaults, **cfg.harness_options}
@@ -79,6 +80,9 @@ class RunSession:
         self.needs_model = cfg.new_harness().needs_model
         self.hosts = engines.hosts(config)  # the run's Docker engines (engine/hosts.py)
         benchmark.check_engines(self.hosts, self.needs_model)  # a benchmark may refuse some (one sentence)
+        if cfg.network_mode == "internet" and any(engines.is_remote(h.url) for h in self.hosts):
+            raise pytest.UsageError("--network internet guards this machine's firewall only; drop the tcp:// and "
+                                    "ssh:// --docker-host, or give --network locked")
         config.stash[RUN_KEY] = cfg
         # --collect-only lists items and runs nothing: it leaves no run directory behind
         self.writes = not self.is_worker and not config.option.collectonly

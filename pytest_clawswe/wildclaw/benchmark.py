@@ -17,8 +17,12 @@ class WildClawBench(Benchmark):
     """WildClawBench task files: collection, runner and the run's files; the session does the rest."""
 
     name = "wildclaw"
-    unread_options = ("retries", "cache_level", "image_cache")  # a task runs once; its images are not per task
-    instead_of = {"instance_ids": "select tasks with -k (a task id or a category) or -m",
+    # a task runs once; its images are not per task; its budget is its own timeout_seconds
+    unread_options = ("retries", "cache_level", "image_cache", "budget")
+    # as released: agents browse, download and install (engine/internet.py keeps the host and neighbours out)
+    default_network = "internet"
+    instead_of = {"budget": "each task's budget is its own timeout_seconds; scale them with --budget-factor F",
+                  "instance_ids": "select tasks with -k (a task id or a category) or -m",
                   "instances_file": "select tasks with -k (a task id or a category) or -m",
                   "lite": "select tasks with -k or -m"}
 
@@ -141,7 +145,8 @@ class WildClawBench(Benchmark):
             rewards[name] = criterion["score"]
         return rewards
 
-    protocol_keys = ("judge_model", "grade_timeout_s")
+    protocol_keys = ("judge_model", "grade_timeout_s", "budget_factor", "skills")
+    protocol_defaults = {"budget_factor": 1.0, "skills": True}
     scored = True
 
     @classmethod
@@ -171,15 +176,34 @@ class WildClawBench(Benchmark):
         return items
 
     def harness_defaults(self, harness: str) -> dict[str, str]:
-        # the released runner's OpenClaw works in the task's folder (its default agent), not in a per-instance
-        # agent workspace as Claw-SWE-Bench's does
-        return {"workspace": "workdir"} if harness == "openclaw" else {}
+        # the released runner's OpenClaw works in the task's folder (its default agent, ~/.openclaw/workspace linked
+        # there), not in a per-instance agent workspace as Claw-SWE-Bench's does; it denies no tool (Claw-SWE-Bench
+        # denies the image tool, web and memory tools) and makes the chat model its image model
+        # Every released runner stops its agent at exactly timeout_seconds (no grace past it).
+        released = {"openclaw": {"workspace": "workdir", "tools_deny": "", "image_input": "true"},
+                    "claude-code": {"prompt_caching": "false", "interleaved_thinking": "false",
+                                    "experimental_betas": "false"},
+                    "codex": {"reasoning_summary": "none", "reasoning_summaries": "false", "hide_reasoning": "true"},
+                    "hermes": {"max_turns": "90"}}  # its bench runner's max_iterations
+        return {**released[harness], "grace": "0"} if harness in released else {}
 
     def run_info(self) -> dict:
         o = self.options
+        ablations = o.ablations()
         return {"judge_model": o.judge_model, "pass_score": o.pass_score, "grade_timeout_s": o.grade_timeout_s,
                 "dataset_root": str(o.dataset_root), "task_image": o.task_image,
-                "scripted_fixtures": str(o.scripted_fixtures) if o.scripted_fixtures else None}
+                "scripted_fixtures": str(o.scripted_fixtures) if o.scripted_fixtures else None,
+                # the paper's ablations: compared on --resume (a run mixing two budgets would be neither)
+                "budget_factor": o.budget_factor, "skills": o.skills,
+                "ablation": "; ".join(ablations) + "; not comparable" if ablations else None}
+
+    run_info_options = {"budget_factor": "--budget-factor", "skills": "skills (--no-skills)",
+                        "ablation": "the ablation", "judge_model": "--judge-model", "pass_score": "--pass-score",
+                        "grade_timeout_s": "--grade-timeout", "task_image": "--task-image",
+                        "scripted_fixtures": "--scripted-fixtures", "dataset_root": "--dataset"}
+
+    def warning_lines(self, run_dir) -> list[str]:
+        return [f"ABLATION {line}; not comparable to the paper" for line in self.options.ablations()]
 
     def start_run(self, run_dir) -> None:
         from pytest_clawswe.gateway.conversation import DIR_NAME

@@ -73,7 +73,8 @@ class TaskItem(BenchmarkItem):
         self.extra_keyword_matches.update({task.name, task.category, task.modality, task.path.stem})
         opts = getattr(self.parent, "options", None)
         if opts is not None:
-            self.hard_timeout(task.timeout_seconds + opts.grade_timeout_s + SETUP_ALLOWANCE_S)
+            # the agent's budget is the task's, scaled by --budget-factor: a factor above 1 must not meet the backstop
+            self.hard_timeout(opts.budget(task.timeout_seconds) + opts.grade_timeout_s + SETUP_ALLOWANCE_S)
 
     def runtest(self) -> None:
         r = self.result

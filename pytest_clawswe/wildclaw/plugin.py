@@ -29,6 +29,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "vision.json, else documented defaults)")
     g.addoption("--grade-timeout", type=float, default=120.0,
                 help="seconds grade() may run in the grader container (default: %(default)s, as released)")
+    g.addoption("--budget-factor", type=float, default=1.0, metavar="F",
+                help="the paper's time-budget ablation: every task's own timeout_seconds times F, stated so in its "
+                     "prompt (default: %(default)s, as released); the run is marked as an ablation")
+    g.addoption("--no-skills", action="store_true",
+                help="the paper's skills ablation: no task gets its skills (no skill folder, nothing inlined); the "
+                     "run is marked as an ablation")
     g.addoption("--task-image", default=None, metavar="IMAGE",
                 help="run WildClawBench agents in IMAGE (e.g. a released harness image you loaded) instead of the "
                      "task image built here; harnesses still come from their bundles, graders from our image")

@@ -31,7 +31,8 @@ class TaskResult(ItemResult):
     overall_score: float | None = None
     scores: dict = field(default_factory=dict)  # everything grade() returned
     pass_score: float = DEFAULT_PASS_SCORE
-    timeout_seconds: float = 0.0
+    timeout_seconds: float = 0.0  # the task's own
+    budget_s: float | None = None  # the agent's budget: timeout_seconds x --budget-factor
     usage: dict = field(default_factory=dict)  # the harness's model calls through the gateway
     tool_usage: dict = field(default_factory=dict)  # model calls the agent made itself (OPENROUTER_* vars)
     judge_usage: dict = field(default_factory=dict)  # the grader's judge calls

@@ -2,8 +2,8 @@
 
 Order in the container: exec/ becomes /tmp_workspace (copied, not mounted), tmp/ becomes
 /tmp_workspace/tmp, the harness creates its agent, skills go to the harness's skill folder, the warmup
-lines run (on the open network when there are any), the container is moved to the run's locked network,
-and only then does the agent start. At the end every process in the container is killed, whatever the
+lines run (on the run's internet network; on a locked run on Docker's open network, then the container is
+moved to the run's locked network), and only then does the agent start. At the end every process in the container is killed, whatever the
 finish reason, so nothing of the agent outlives it; ground truth never enters this container.
 """
 from __future__ import annotations

@@ -8,6 +8,7 @@ Every container carries the run's labels, so `clawswe clean --run-id` finds them
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, InfraError, Workspace
@@ -72,12 +73,16 @@ class TaskRunner(ItemRunner):
 
     def run_phases(self, task: Task, work: Path, result: TaskResult) -> None:
         cfg, timings = self.config, result.timings
+        # --budget-factor: the agent's budget and the budget its prompt states (result.json keeps the task's own)
+        task = replace(task, timeout_seconds=self.options.budget(task.timeout_seconds))
+        result.budget_s = task.timeout_seconds
         suite = suite_root(self.options.dataset_root)
         ws_dir = suite / task.workspace_path
         if not (ws_dir / "exec").is_dir():
             raise agent.TaskSetupError(f"{task.id}: its workspace {ws_dir} has no exec/ folder; download the suite's "
                                        "workspace/ next to tasks/ (or make stand-ins: clawswe wildclaw standin)")
-        result.warnings = agent.missing_skills(task, suite)  # as released: warned, and the task goes on
+        # as released: warned, and the task goes on; --no-skills: none is copied, none is missing
+        result.warnings = agent.missing_skills(task, suite) if self.options.skills else []
         try:
             found = fixtures.for_task(task.id, ws_dir, self.options.scripted_fixtures)
         except fixtures.FixtureError as exc:
@@ -92,7 +97,7 @@ class TaskRunner(ItemRunner):
         timings["images"] = round(time.monotonic() - t, 3)
         self._ensure_harness()
         prompt = task.full_prompt()
-        if self.harness.inline_skills:
+        if self.harness.inline_skills and self.options.skills:
             prompt = agent.inline_skills(task, suite, prompt, self.harness.skill_dirs[0])
         (work / "prompt.txt").write_text(prompt)
 
@@ -118,8 +123,10 @@ class TaskRunner(ItemRunner):
         labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "agent"}
         plan = services.plan(task, ws_dir)  # before any container: a wrong config is one sentence
         result.warmup_moved = plan.moved
-        # warmup lines may reach package registries: they run on the open bridge, the agent never does
-        first_network = "bridge" if plan.warmup and cfg.network not in (None, "none") else cfg.network
+        # warmup lines may reach package registries: on a locked run they run on the open bridge, the agent never
+        # does (the internet network reaches them already)
+        locked = cfg.network_mode == "locked" and cfg.network not in (None, "none")
+        first_network = "bridge" if plan.warmup and locked else cfg.network
         t = time.monotonic()
         ws = Workspace(self.client, task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
                        network=first_network, **docker_args)
@@ -132,6 +139,7 @@ class TaskRunner(ItemRunner):
                 agent.put_tree(ws, ws_dir / "exec", agent.WORKDIR)
                 if (ws_dir / "tmp").is_dir():
                     agent.put_tree(ws, ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
+                ws.exec(["chmod", "-R", "u+w", agent.WORKDIR])  # as released: the copy is writable
                 ctx = AgentContext(task.id, {"task": task.id}, ws, work, cfg.model, task.timeout_seconds,
                                   workdir=agent.WORKDIR)
                 if self.gateway is not None:
@@ -143,8 +151,9 @@ class TaskRunner(ItemRunner):
 
                 t = time.monotonic()
                 try:  # skills after create_agent, which resets the harness's state folder
-                    run = agent.agent_phase(self.harness, ctx, prompt, cfg.disk_limit,
-                                            after_create=lambda: agent.copy_skills(ws, task, suite, cfg.harness_name))
+                    skills = (lambda: agent.copy_skills(ws, task, suite, cfg.harness_name)) if self.options.skills \
+                        else None
+                    run = agent.agent_phase(self.harness, ctx, prompt, cfg.disk_limit, after_create=skills)
                 finally:
                     if car is not None:  # the audit is complete: no process of the agent is left to call
                         services.stop(car)

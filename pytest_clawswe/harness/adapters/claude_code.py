@@ -34,6 +34,11 @@ from pytest_clawswe.harness.adapters._node_common import num, parse_json
 @dataclass
 class ClaudeCodeOptions(BundledOptions):
     max_turns: int | None = field(default=None, metadata={"help": "--max-turns (default: no limit)"})
+    # the released WildClawBench runner turns these three off (its environment's DISABLE_* variables)
+    prompt_caching: bool = field(default=True, metadata={"help": "false: DISABLE_PROMPT_CACHING=1"})
+    interleaved_thinking: bool = field(default=True, metadata={"help": "false: DISABLE_INTERLEAVED_THINKING=1"})
+    experimental_betas: bool = field(default=True, metadata={
+        "help": "false: CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS=1"})
 
 
 class ClaudeCodeHarness(BundledHarness):
@@ -60,6 +65,9 @@ class ClaudeCodeHarness(BundledHarness):
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
+            **({} if self.opts.prompt_caching else {"DISABLE_PROMPT_CACHING": "1"}),
+            **({} if self.opts.interleaved_thinking else {"DISABLE_INTERLEAVED_THINKING": "1"}),
+            **({} if self.opts.experimental_betas else {"CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": "1"}),
         }
 
     def send_task(self, ctx: AgentContext, prompt: str) -> AgentRun:

@@ -43,6 +43,11 @@ def _toml(value) -> str:
 class CodexOptions(BundledOptions):
     reasoning_effort: str | None = field(default=None, metadata={"help": "model_reasoning_effort (default: codex's)"})
     context_window: int | None = field(default=None, metadata={"help": "model_context_window (default: codex's)"})
+    reasoning_summary: str = field(default="", metadata={
+        "help": "model_reasoning_summary, e.g. none (default, empty: codex's)"})
+    reasoning_summaries: bool | None = field(default=None, metadata={
+        "help": "model_supports_reasoning_summaries (default: codex's)"})
+    hide_reasoning: bool = field(default=False, metadata={"help": "hide_agent_reasoning"})
 
 
 class CodexHarness(BundledHarness):
@@ -64,6 +69,12 @@ class CodexHarness(BundledHarness):
             lines.append(f"model_reasoning_effort = {_toml(self.opts.reasoning_effort)}")
         if self.opts.context_window:
             lines.append(f"model_context_window = {self.opts.context_window}")
+        if self.opts.reasoning_summary:
+            lines.append(f"model_reasoning_summary = {_toml(self.opts.reasoning_summary)}")
+        if self.opts.reasoning_summaries is not None:
+            lines.append(f"model_supports_reasoning_summaries = {str(self.opts.reasoning_summaries).lower()}")
+        if self.opts.hide_reasoning:
+            lines.append("hide_agent_reasoning = true")
         lines += [
             "",
             f"[model_providers.{PROVIDER}]",

@@ -40,6 +40,7 @@ WORKSPACE_ROOT = "/tmp/openclaw-swe-workspaces"  # the released per-instance age
 TOOL_DENY = ("memory_search", "memory_get", "web_search", "web_fetch", "sessions_list", "sessions_history",
              "sessions_send", "sessions_yield", "sessions_spawn", "subagents", "session_status", "cron", "image",
              "view_image", "automations")
+WORKSPACE_LINK = "/root/.openclaw/workspace"  # OpenClaw's default workspace folder in the released images
 MESSAGE_ARG_MAX = 100_000  # Linux caps one argv string at 128 KiB: a longer prompt goes by --message-file
 
 
@@ -51,7 +52,16 @@ class OpenClawOptions(BundledOptions):
     bootstrap: bool = field(default=True, metadata={
         "help": "OpenClaw writes its bootstrap files into the agent workspace (released: true)"})
     workspace: str = field(default="per-instance", metadata={
-        "help": "the agent's workspace: per-instance (released: its own folder) or workdir (the task's folder)"})
+        "help": "the agent's workspace: per-instance (released: its own folder) or workdir (the task's folder, "
+                "also linked from /root/.openclaw/workspace, as the released WildClawBench runner does)"})
+    thinking: str | None = field(default=None, metadata={
+        "help": "agents.defaults.thinkingDefault, e.g. off, low, medium, high (the released WildClawBench "
+                "runner's --thinking; default: not set, OpenClaw's own)"})
+    tools_deny: str = field(default=",".join(TOOL_DENY), metadata={
+        "help": "comma list of tools the agent may not use (default: the released Claw-SWE-Bench list; empty: "
+                "OpenClaw's every tool)"})
+    image_input: bool = field(default=False, metadata={
+        "help": "the model takes images, and is OpenClaw's image model too (agents.defaults.imageModel)"})
 
     def __post_init__(self):
         if self.workspace not in ("per-instance", "workdir"):
@@ -63,7 +73,10 @@ class OpenClawHarness(BundledHarness):
     bundle_name = "openclaw"
     Options = OpenClawOptions
     grace_s = 60.0
-    tool_deny: tuple[str, ...] = TOOL_DENY
+
+    @property
+    def tool_deny(self) -> tuple[str, ...]:
+        return tuple(t.strip() for t in self.opts.tools_deny.split(",") if t.strip())
 
     @property
     def state_dir(self) -> str:
@@ -86,18 +99,24 @@ class OpenClawHarness(BundledHarness):
     def config(self, ctx: AgentContext) -> dict:
         o, model_id, agent = self.opts, self.model_id(ctx), self.agent_id(ctx)
         model = {
-            "id": model_id, "name": model_id, "reasoning": o.reasoning, "input": ["text"],
+            "id": model_id, "name": model_id, "reasoning": o.reasoning,
+            "input": ["text", "image"] if o.image_input else ["text"],
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},  # the gateway prices runs
             "contextWindow": o.context_window, "maxTokens": o.max_tokens,
             "compat": {"supportsUsageInStreaming": True},
         }
         ref = f"{PROVIDER}/{model_id}"
+        defaults: dict = {"skipBootstrap": not o.bootstrap, "model": {"primary": ref}}
+        if o.image_input:  # released WildClawBench: imageModel.primary is the chat model
+            defaults["imageModel"] = {"primary": ref}
+        if o.thinking:
+            defaults["thinkingDefault"] = o.thinking
         return {
             "models": {"mode": "replace", "providers": {PROVIDER: {
                 "baseUrl": openai_base_url(ctx.gateway_url), "apiKey": "${%s}" % TOKEN_ENV,
                 "api": "openai-completions", "models": [model]}}},
             "agents": {
-                "defaults": {"skipBootstrap": not o.bootstrap, "model": {"primary": ref}},
+                "defaults": defaults,
                 "entries": {agent: {"name": agent, "workspace": self.agent_workspace(ctx),
                                     "agentDir": f"{self.state_dir}/agents/{agent}/agent",
                                     "identity": {"name": agent}, "model": ref}},
@@ -116,6 +135,9 @@ class OpenClawHarness(BundledHarness):
         if self.opts.workspace == "per-instance":
             ctx.workspace.exec(["rm", "-rf", self.agent_workspace(ctx)])
             ctx.workspace.exec(["mkdir", "-p", self.agent_workspace(ctx)], check=True)
+        else:  # as the released WildClawBench runner: OpenClaw's default workspace folder is the task's folder
+            ctx.workspace.exec(["bash", "-c", f"mkdir -p /root/.openclaw && rm -rf {WORKSPACE_LINK} && "
+                                              f"ln -s {ctx.workdir} {WORKSPACE_LINK}"], check=True)
 
     def env(self, ctx: AgentContext) -> dict[str, str]:
         return {"OPENCLAW_STATE_DIR": self.state_dir, "OPENCLAW_CONFIG_PATH": self.config_path,

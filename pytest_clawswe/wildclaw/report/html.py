@@ -157,14 +157,28 @@ def tasks_html(index: int, run: Path, results: list[TaskResult], out: Path) -> M
     return report_html.render("wild_tasks", index, _label(run, results), summary, rows)
 
 
+def ablation(run: Path) -> str:
+    """The paper's ablation a run made (run.json's "ablation", as Claw-SWE-Bench's --no-purge), or ""."""
+    try:
+        return str(json.loads((run / "run.json").read_text()).get("ablation") or "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
 def runs_frame(runs: dict[Path, list[TaskResult]]) -> pd.DataFrame:
     rows = []
     for run, results in runs.items():
         first = results[0] if results else TaskResult("")
         rows.append({"Run": run.name, "Harness": first.harness, "Model": first.model, "Judge": first.judge_model,
                      "Tasks": len(results), "Mean score": sum(r.overall_score or 0.0 for r in results) / max(1, len(results)),
-                     "Errors": sum(r.outcome == ERROR for r in results)})
+                     "Errors": sum(r.outcome == ERROR for r in results),
+                     "Ablation": f"ABLATION {ablation(run)}" if ablation(run) else ""})
     return pd.DataFrame(rows)
+
+
+def ablation_notes(runs: list[Path]) -> Markup:
+    return Markup("").join(report_html.note(f"† {run.name}: ABLATION {ablation(run)} with the paper")
+                           for run in runs if ablation(run))
 
 
 def page(runs: list[Path], out: Path, table3: pd.DataFrame, published: dict, written: dict[str, list[Path]]) -> Path:
@@ -174,14 +188,14 @@ def page(runs: list[Path], out: Path, table3: pd.DataFrame, published: dict, wri
     files = Markup("").join(report_html.files_html([run / name for name in RUN_FILES], out) for run in runs)
     board = pd.DataFrame(published.get("leaderboard_openclaw", []))
     sections = [
-        ("Runs", report_html.table_html(runs_frame(by_run)) + files),
+        ("Runs", report_html.table_html(runs_frame(by_run)) + ablation_notes(runs) + files),
         ("Score per category", report_html.table_html(category_frame(by_run, published))
          + report_html.note("Mean overall_score per category of the paper, in %: a task that errored counts 0, as in the "
                      "released runner, and is counted apart under errors. Tasks (paper): the category's size in "
                      "the published suite.")
          + report_html.figure_html(written["chart"], out, "Mean score per category")
          + report_html.files_html(written["per_category"], out)),
-        ("Beside the paper", report_html.table_html(published_beside(table3, published))
+        ("Beside the paper", report_html.table_html(published_beside(table3, published)) + ablation_notes(runs)
          + report_html.note("Paper figures: Table 3 (harness comparison) for the same harness and model, else the "
                      "OpenClaw leaderboard per task; — where the paper has no such row.")
          + report_html.files_html(written["table3"] + written["table2"], out)),
