@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,9 @@ def safe_id(text: str) -> str:
 
 
 def default_run_id(harness: str, model: str) -> str:
-    parts = [harness, safe_id(model), time.strftime("%Y%m%d-%H%M%S")]
+    # the run id names the run's Docker networks and swebench's evaluation containers: two runs started in the
+    # same second on one engine must not share it, hence the random tail
+    parts = [harness, safe_id(model), f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"]
     return "_".join(p for p in parts if p)
 
 
