@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 import docker
 import docker.errors
 
+from pytest_clawswe.engine.archive import CopyReport, copy_framed
 from pytest_clawswe.engine.client import docker_client  # noqa: F401  (its old home)
 from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_EXEC_OUTPUT, MAX_READ_BYTES, BaseWorkspace, ExecResult
 from pytest_clawswe.errors import InfraError
@@ -261,38 +262,21 @@ class Workspace(BaseWorkspace):
         code, data, _, _ = self._run_capped(["tail", "-c", str(max_bytes), "--", path], max_bytes)
         return data if code == 0 else None
 
-    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> bool:
-        """Copy a container file or folder into dest_dir on the host; False when it does not exist."""
-        try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound:
-            return False
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        left_out: list[str] = []
+    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> CopyReport | None:
+        """Copy a container file or folder into dest_dir on the host; None when it does not exist. The engine's
+        archive is read framed at both ends (engine/archive.py: a cut stream is read again, then InfraError)."""
+        def open_stream():
+            try:
+                stream, _ = self.container.get_archive(path)
+            except docker.errors.NotFound:
+                return None
+            return stream, getattr(stream, "close", lambda: None)
 
-        def within_cap(tar):  # lazily, in stream order: extractall takes each member as it is read
-            copied = 0
-            for member in tar:
-                if member.issym() or member.islnk() or member.isdev():
-                    continue
-                if copied + member.size > max_bytes:
-                    left_out.append(member.name)
-                    if len(left_out) > 1000:
-                        return  # stop reading: what is left is not copied anyway
-                    continue
-                copied += member.size
-                yield member
-
-        try:
-            with tarfile.open(fileobj=_ChunkReader(stream, None), mode="r|") as tar:
-                # extractall, not extract: it sets a folder's mode only after filling it
-                tar.extractall(dest_dir, members=within_cap(tar), filter="data")
-        finally:
-            stream.close()
-        if left_out:
+        report = copy_framed(open_stream, path, dest_dir, max_bytes)
+        if report is not None and report.left_out:
             (dest_dir / "COPY_TRUNCATED.txt").write_text(
-                f"more than {max_bytes} bytes under {path}: these were left out\n" + "\n".join(left_out) + "\n")
-        return True
+                f"more than {max_bytes} bytes under {path}: these were left out\n" + "\n".join(report.left_out) + "\n")
+        return report
 
     def commit(self, repository: str, tag: str, labels: dict[str, str]) -> None:
         """Save the container as an image (Docker only: how a prepared /testbed is kept between runs)."""
