@@ -69,7 +69,9 @@ class Workspace(BaseWorkspace):
                  name: str | None = None, mem_limit: str | None = "8g", pids_limit: int | None = 300,
                  network: str | None = None, volumes_from: list[str] | None = None,
                  environment: dict[str, str] | None = None, extra_hosts: dict[str, str] | None = None,
-                 cap_drop: tuple[str, ...] = DROPPED_CAPABILITIES):
+                 cap_drop: tuple[str, ...] = DROPPED_CAPABILITIES, read_only: dict[str, str] | None = None):
+        """`read_only`: host folder -> path in the container, mounted read-only (the engine must run on this
+        machine: a benchmark that uses it refuses other engines)."""
         self.client = client
         self.image = image
         self.container = None
@@ -80,6 +82,8 @@ class Workspace(BaseWorkspace):
             mem_limit=mem_limit, memswap_limit=mem_limit, pids_limit=pids_limit,
             network=network, volumes_from=volumes_from or None,
             environment=environment or {}, extra_hosts=extra_hosts or None, cap_drop=list(cap_drop) or None,
+            volumes={str(Path(host).resolve()): {"bind": dest, "mode": "ro"} for host, dest in read_only.items()}
+            if read_only else None,
         )
 
     def start(self) -> "Workspace":
@@ -278,12 +282,34 @@ class Workspace(BaseWorkspace):
                 f"more than {max_bytes} bytes under {path}: these were left out\n" + "\n".join(report.left_out) + "\n")
         return report
 
+    def changes(self) -> list[tuple[str, str]]:
+        try:
+            diff = self.container.diff() or []
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"could not read the container's changes: {exc}") from exc
+        return [(d["Path"], _KINDS.get(d["Kind"], "changed")) for d in diff]
+
+    def mounts(self) -> list[str]:
+        self.container.reload()
+        return [m["Destination"] for m in self.container.attrs.get("Mounts") or []]
+
+    def put_archive(self, dest_dir: str, data) -> None:
+        try:
+            done = self.container.put_archive(dest_dir, data)
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"could not copy into the container at {dest_dir}: {exc}") from exc
+        if not done:
+            raise InfraError(f"could not copy into the container at {dest_dir}")
+
     def commit(self, repository: str, tag: str, labels: dict[str, str]) -> None:
         """Save the container as an image (Docker only: how a prepared /testbed is kept between runs)."""
         try:
             self.container.commit(repository=repository, tag=tag, conf={"Labels": labels})
         except docker.errors.DockerException as exc:
             raise InfraError(f"could not save the prepared image {repository}:{tag}: {exc}") from exc
+
+
+_KINDS = {0: "changed", 1: "added", 2: "deleted"}  # the engine's diff: Kind
 
 
 class _Tail:

@@ -86,6 +86,19 @@ class BaseWorkspace(abc.ABC):
         engine sends is read framed at both ends (engine/archive.py): cut twice, InfraError."""
 
     @abc.abstractmethod
+    def changes(self) -> list[tuple[str, str]]:
+        """What was added, changed or deleted on top of the sandbox's image: (path, "added" | "changed" |
+        "deleted"), read from outside (nothing inside the sandbox is run)."""
+
+    @abc.abstractmethod
+    def mounts(self) -> list[str]:
+        """The paths something is mounted at (not the sandbox's own files)."""
+
+    @abc.abstractmethod
+    def put_archive(self, dest_dir: str, data) -> None:
+        """Extract a tar archive (bytes or a file object) the runner made into dest_dir, from outside."""
+
+    @abc.abstractmethod
     def disk_used(self) -> int:
         """Bytes the sandbox wrote on top of its image."""
 
