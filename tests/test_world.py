@@ -53,7 +53,7 @@ def test_the_world_reaches_another_container_at_the_same_paths_and_no_further(do
     reasons = {entry["path"]: entry["reason"] for entry in manifest["left_out"]}
     assert reasons["/usr/local/lib/planted"] == "system" and reasons["/usr/local/bin/python3-planted"] == "system"
     assert reasons["/tmp/clawswe-agent"] == "ours" and reasons["/root/.cache/pip"] == "cache"
-    assert reasons["/tmp_workspace"] == "skipped" and reasons["/app"] == "mount"
+    assert reasons["/tmp_workspace/out.txt"] == "skipped" and reasons["/app"] == "mount"
     assert reasons["/srv/big/blob.bin"] == "budget"
     assert not [p for p in files.rglob("*") if p.is_symlink()]  # links are noted, never made on the host
     assert {"path": "/root/peek", "target": "/tmp_workspace/gt/secret.txt"} in manifest["symlinks"]
