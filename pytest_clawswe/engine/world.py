@@ -11,7 +11,7 @@ Left out, each noted with its reason:
   interpreter and everything it loads (its binary, standard library and packages, every shared library, the dynamic
   loader's and NSS's configuration, OpenSSL's) are the image's, so nothing the agent planted there can run in it;
 - "mount": what is mounted into the sandbox (a harness bundle, the task's read-only original): not the agent's;
-- "ours": our own tooling paths (/clawswe, /tmp/clawswe-*, /opt/clawswe): the harness's state is kept apart, in the
+- "ours": our own tooling paths (/clawswe, /tmp/clawswe-*, /opt/clawswe*): the harness's state is kept apart, in the
   item's session/ folder;
 - "cache": package managers' download caches in a home (.cache, .npm): large, and nothing a grader checks;
 - "skipped": what the caller copies another way (WildClawBench's /tmp_workspace: its snapshot);
@@ -36,7 +36,7 @@ WORLD_FILE = "world.json"
 FILES_DIR = "files"
 SYSTEM = ("/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/boot", "/var/lib", "/var/cache",
           "/var/log", "/var/run", "/var/lock", "/var/backups", "/run", "/proc", "/sys", "/dev")
-OURS = ("/clawswe", "/tmp/clawswe-*", "/opt/clawswe")
+OURS = ("/clawswe", "/tmp/clawswe-*", "/opt/clawswe", "/opt/clawswe-*")
 CACHES = ("/root/.cache", "/root/.npm", "/home/*/.cache", "/home/*/.npm")
 MAX_LISTED = 2000  # left-out entries named in world.json; the rest are counted
 DELETE_BATCH = 200
