@@ -746,3 +746,13 @@ def test_a_result_channel_holding_more_than_the_one_result_is_no_result():
     assert read_result(b"%d\n%s" % (len(one), one))["ok"] is True
     for bad in (b"", b"%d\n%s%s" % (len(one), one, one), b"%d\n%s" % (len(one) + 1, one), b"garbage"):
         assert read_result(bad)["ok"] is False
+
+
+def test_a_bad_world_budget_is_refused_before_anything_is_written(pytester, monkeypatch, tmp_path):
+    monkeypatch.setenv("CLAWSWE_WORLD_MAX_MB", "lots")
+    run = tmp_path / "run"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--harness", "claude-code", "--model", "scripted/gold", "--run-dir", str(run))
+    assert result.ret == 4
+    assert "CLAWSWE_WORLD_MAX_MB must be a number of MiB" in result.stderr.str()
+    assert not run.exists()

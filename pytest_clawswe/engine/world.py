@@ -45,9 +45,13 @@ DELETE_BATCH = 200
 def max_bytes() -> int:
     value = os.environ.get("CLAWSWE_WORLD_MAX_MB", "").strip()
     try:
-        return int(float(value) * 2**20) if value else 256 * 2**20
+        budget = int(float(value) * 2**20) if value else 256 * 2**20
+        if budget < 0:
+            raise ValueError
+        return budget
     except ValueError:
-        raise ValueError(f"CLAWSWE_WORLD_MAX_MB must be a number of MiB, not {value!r}.") from None
+        raise ValueError(f"CLAWSWE_WORLD_MAX_MB must be a number of MiB (the budget of what an agent changed outside "
+                         f"its workspace that is kept for the grader), not {value!r}.") from None
 
 
 def _under(path: str, patterns) -> bool:

@@ -90,6 +90,9 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
 
     inputs = json.loads((folder / GRADING_FILE).read_text())
     task_id, workspace = inputs["task_id"], Path(inputs["workspace"])
+    if not (workspace / "exec").is_dir():
+        raise GradeError(f"{task_id}: its workspace {workspace} has no exec/ any more; grading needs the suite's "
+                         "exec/ (mounted at /app) and gt/ where the run found them")
     env = {"OPENROUTER_API_KEY": how.token,
            "OPENROUTER_BASE_URL": openai_base_url(how.gateway_url) if how.gateway_url else "",
            "JUDGE_MODEL": how.judge_model if how.judge_model != "scripted" else "scripted/judge",

@@ -33,6 +33,12 @@ def options(config: pytest.Config):
                                 "openai/gpt-5.4 (as released), or scripted/judge to grade offline")
     if not config.getoption("grade_timeout") > 0:
         raise pytest.UsageError("--grade-timeout must be a positive number of seconds, e.g. 120 (as released)")
+    from pytest_clawswe.engine.world import max_bytes
+
+    try:
+        max_bytes()  # the agent's world's budget, read at the end of each task: a bad value is refused now
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     fixtures = config.getoption("scripted_fixtures")
     if fixtures and not Path(fixtures).is_dir():
         raise pytest.UsageError(f"--scripted-fixtures {fixtures}: no such folder; give a folder holding "
