@@ -90,3 +90,21 @@ def test_a_world_that_names_a_system_path_is_not_put_there(docker_client, task_i
         out = grader.exec("test -e /usr/lib/python3.11/evil.py && echo evil; test -e /etc/ld.so.preload && echo pre;"
                           " test -d /usr/bin && cat /root/ok.txt").stdout
         assert out == "ok"
+
+
+def test_the_overlay_read_here_says_what_the_engines_diff_says(docker_client, task_image):
+    """engine/overlay.py reads a container's changes from its upper folder on this machine: the same paths and kinds
+    as the engine's own (slow) diff, added, changed, deleted, a folder removed and made anew included."""
+    from pytest_clawswe.engine.overlay import local_layers, upper_changes
+
+    with Workspace(docker_client, task_image, labels={LABEL_RUN: "t-world"}) as ws:
+        ws.exec("mkdir -p /root/a/b && echo x > /root/a/b/c && echo y >> /root/.bashrc && rm /root/.profile && "
+                "rm -rf /opt/ms-playwright && mkdir /opt/ms-playwright && echo z > /opt/ms-playwright/new && "
+                "ln -s /etc/passwd /root/link", check=True)
+        ws.container.reload()
+        layers = local_layers(ws.container.attrs)
+        if layers is None:
+            pytest.skip("the engine keeps its layers elsewhere (or they are not readable here)")
+        engine = sorted((d["Path"], {0: "changed", 1: "added", 2: "deleted"}[d["Kind"]]) for d in ws.container.diff())
+        assert sorted(upper_changes(*layers)) == engine
+        assert sorted(ws.changes()) == engine
