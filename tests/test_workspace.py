@@ -190,3 +190,20 @@ def test_copy_out_notes_links_without_following_them_and_rereads_a_cut_stream(do
         with pytest.raises(InfraError, match="came back cut twice"):
             ws.copy_out("/out", tmp_path / "cut")
         assert not (tmp_path / "cut" / "out").exists()
+
+
+def test_a_single_file_past_the_cap_is_left_out_without_being_streamed(docker_client, python_demo, tmp_path):
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}) as ws:
+        ws.exec("head -c 3000000 /dev/zero > /tmp/big.bin", check=True)
+        streamed = []
+        real = ws.container.get_archive
+
+        def counted(path, *a, **k):
+            stream, stat = real(path, *a, **k)
+            return (streamed.append(chunk) or chunk for chunk in stream), stat
+
+        ws.container.get_archive = counted
+        report = ws.copy_out("/tmp/big.bin", tmp_path, max_bytes=1_000_000)
+        assert report.left_out == ["big.bin"] and not streamed and not (tmp_path / "big.bin").exists()
+        assert "big.bin" in (tmp_path / "COPY_TRUNCATED.txt").read_text()
+        assert ws.copy_out("/tmp/big.bin", tmp_path, max_bytes=4_000_000).bytes == 3_000_000

@@ -151,7 +151,8 @@ def extract(chunks, name: str, dest_dir: Path, max_bytes: int, *, keep_listing: 
 
 
 def copy_framed(open_stream, path: str, dest_dir: Path, max_bytes: int) -> CopyReport | None:
-    """`open_stream()` gives the engine's (chunks, close) for `path`, or None when the path does not exist. Read
+    """`open_stream()` gives the engine's (chunks, close) for `path`, None when the path does not exist, or the
+    report itself when nothing needs reading (a single file larger than the cap, known from the engine's stat). Read
     framed (extract); a cut stream is read once more, then InfraError. What a failed reading left is removed."""
     name = PurePosixPath(path).name or "."
     target = dest_dir / name
@@ -159,8 +160,8 @@ def copy_framed(open_stream, path: str, dest_dir: Path, max_bytes: int) -> CopyR
     why = ""
     for _attempt in range(2):
         opened = open_stream()
-        if opened is None:
-            return None
+        if opened is None or isinstance(opened, CopyReport):
+            return opened  # missing, or answered without reading (a single file past the cap)
         chunks, close = opened
         dest_dir.mkdir(parents=True, exist_ok=True)
         try:

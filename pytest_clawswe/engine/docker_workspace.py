@@ -271,10 +271,14 @@ class Workspace(BaseWorkspace):
         archive is read framed at both ends (engine/archive.py: a cut stream is read again, then InfraError)."""
         def open_stream():
             try:
-                stream, _ = self.container.get_archive(path)
+                stream, stat = self.container.get_archive(path)
             except docker.errors.NotFound:
                 return None
-            return stream, getattr(stream, "close", lambda: None)
+            close = getattr(stream, "close", lambda: None)
+            if not (stat or {}).get("mode", 0) & _GO_TYPE_BITS and (stat or {}).get("size", 0) > max_bytes:
+                close()  # one regular file past the cap: not streamed through only to be left out
+                return CopyReport(left_out=[PurePosixPath(path).name])
+            return stream, close
 
         report = copy_framed(open_stream, path, dest_dir, max_bytes)
         if report is not None and report.left_out:
@@ -318,6 +322,9 @@ class Workspace(BaseWorkspace):
 
 
 _KINDS = {0: "changed", 1: "added", 2: "deleted"}  # the engine's diff: Kind
+# Go's os.FileMode type bits (dir, symlink, device, named pipe, socket, char device, irregular), as the engine's
+# archive stat carries them: none set is a regular file
+_GO_TYPE_BITS = (1 << 31) | (1 << 27) | (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (1 << 19)
 
 
 class _Tail:
