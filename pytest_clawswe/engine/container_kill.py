@@ -88,11 +88,17 @@ def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
         if _only_tini_and_keepalive(api, container.id, (state or {}).get("Pid")):
             return  # (thawed below) nothing of the agent's runs, and nothing that is left can fork
         try:
-            helper = client.containers.run(
+            helper = client.containers.create(
                 image, ["sh", "-c", _KILLER, "sh", str(int(KILL_DEADLINE_S / 0.05))], entrypoint=[],
-                detach=True, user="root", working_dir="/", network_mode="none",
+                user="root", working_dir="/", network_mode="none",
                 pid_mode=f"container:{container.id}", labels={**labels, LABEL_ROLE: "stopper"})
+            helper.start()
         except (docker.errors.DockerException, OSError) as exc:
+            if helper is not None:  # made, not started: not left behind
+                _remove(helper)
+                helper = None
+            if not _running(api, container.id):
+                return  # it stopped meanwhile (its keep-alive was killed: tini exits): nothing runs in it
             raise InfraError(f"could not start the helper that stops the container's processes: {exc}") from exc
         deadline = time.monotonic() + KILL_DEADLINE_S
         while b"pass" not in helper.logs(stdout=True, stderr=False):  # the frozen container's first pass
@@ -108,12 +114,25 @@ def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
     except Exception as exc:  # requests' timeout: the helper hangs
         raise InfraError(f"the helper that stops the container's processes did not end: {exc}") from exc
     finally:
-        try:
-            helper.remove(force=True)
-        except docker.errors.DockerException:
-            pass
+        _remove(helper)
     if code != 0:
         raise InfraError(f"processes in the container survived SIGKILL for {KILL_DEADLINE_S:.0f} s")
+
+
+def _remove(helper) -> None:
+    try:
+        helper.remove(force=True)
+    except (docker.errors.DockerException, OSError):
+        pass  # the run's sweep finds it by its labels
+
+
+def _running(api, container_id: str) -> bool:
+    try:
+        return bool(api.inspect_container(container_id)["State"].get("Running"))
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.DockerException:
+        return True  # not known: the caller says what failed
 
 
 def _host_tasks(container_id: str, init_pid: int | None) -> int | None:
