@@ -126,7 +126,11 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
         finally:
             if how.revoke is not None:
                 how.revoke()  # grade() has returned (or was cut off): its token now answers nothing
-            ws.kill_all()  # nothing grade() started lives on (grade_main stopped them already; this makes sure)
+            try:
+                ws.kill_all()  # nothing grade() started lives on (grade_main stopped them already; this makes sure)
+            except InfraError:
+                pass  # the container is removed next, with everything in it
+    # read once the container is gone: no process of it is left to touch anything
     out = read_frame(done.output)
     log = out.get("log", "") if out else done.output
     (folder / "grade.log").write_text(log + (out or {}).get("traceback", ""))
