@@ -177,3 +177,54 @@ def test_no_freeze_while_an_exec_is_still_being_started(monkeypatch):
     stuck = _StartingExecApi(starting_for=10**6)
     container_kill._let_starting_execs_start(stuck, "c2", limit_s=5)
     assert len(stuck.calls) < 10  # bounded
+
+
+def test_a_container_that_stops_before_the_helper_starts_is_done_not_an_error(docker_client, python_demo,
+                                                                             monkeypatch):
+    """`kill -9 -1` in the container kills its keep-alive: tini exits, and the container stops on its own, maybe
+    only after the freeze (a task already exiting is not frozen). The helper's start then fails ("... is not
+    running"): nothing runs there any more, so the stop is done (seen in test_wildclaw_hostile under load: the
+    task ended as an error), and the helper that could not start is not left behind."""
+    from pytest_clawswe.engine import container_kill
+
+    real = container_kill._only_tini_and_keepalive
+
+    def stops_meanwhile(api, container_id, init=None):
+        container_kill.thaw(api, container_id)
+        api.kill(container_id)  # as tini would exit once its keep-alive is gone
+        api.wait(container_id, timeout=30)
+        return False
+
+    with Workspace(docker_client, python_demo.image, labels={LABEL: "kill-gone"}, network="none") as ws:
+        ws.exec("(setsid sleep 1000 &)", check=True)
+        monkeypatch.setattr(container_kill, "_only_tini_and_keepalive", stops_meanwhile)
+        ws.kill_all()
+        monkeypatch.setattr(container_kill, "_only_tini_and_keepalive", real)
+        assert not docker_client.containers.list(all=True, filters={"label": [f"{LABEL}=kill-gone",
+                                                                              "clawswe.role=stopper"]})
+
+
+class _UnfreezableApi:
+    """An engine whose freezer will not take the container (runc: "unable to freeze", a fork storm under load)."""
+
+    def __init__(self, fail: int, message: str = "OCI runtime pause failed: unable to freeze: unknown"):
+        self.fail, self.message, self.calls = fail, message, 0
+
+    def pause(self, cid):
+        self.calls += 1
+        if self.calls <= self.fail:
+            raise docker.errors.APIError(f"500 Server Error: Cannot pause container {cid}: {self.message}")
+
+
+def test_a_container_the_freezer_will_not_take_is_stopped_unfrozen(monkeypatch):
+    """Seen in test_wildclaw_hostile under load (the fork bomb, and test_a_chain_of_processes...): the pause failed
+    with "unable to freeze" and the task ended as an error; it is tried again, then the helper kills unfrozen."""
+    from pytest_clawswe.engine import container_kill
+
+    monkeypatch.setattr(container_kill.time, "sleep", lambda s: None)
+    assert container_kill._freeze(_UnfreezableApi(fail=1), "c1") is True
+    stubborn = _UnfreezableApi(fail=99)
+    assert container_kill._freeze(stubborn, "c2") is False and stubborn.calls == 3
+    assert container_kill._freeze(_UnfreezableApi(fail=99, message="is not running"), "c3") is None
+    with pytest.raises(InfraError, match="could not freeze"):
+        container_kill._freeze(_UnfreezableApi(fail=99, message="something else"), "c4")

@@ -668,18 +668,25 @@ def test_a_task_score_is_overall_score_else_the_mean_of_numeric_values(scores, e
 
 
 def test_grade_gets_every_line_of_the_session_file(tmp_path):
-    """The released loader hands grade() every JSON line of the transcript, not only the message lines."""
-    import runpy
+    """The released loader hands grade() every JSON line of the transcript, not only the message lines. (Here on the
+    host, where grade_main stops no process: it sweeps only inside a grader's container.)"""
+    import subprocess
+    import sys
+
+    from pytest_clawswe.wildclaw import grade_main
+    from pytest_clawswe.wildclaw.grader import read_frame
 
     session = tmp_path / "chat.jsonl"
     session.write_text('{"type": "session", "id": "s"}\n{"type": "message", "message": {"role": "user"}}\n')
     code = tmp_path / "checks.py"
-    code.write_text("def grade(transcript, workspace_path):\n    return {'overall_score': 1.0, 'n': len(transcript),"
-                    " 'first': transcript[0]['type']}\n")
-    out = tmp_path / "out.json"
-    main = runpy.run_path(str(Path(outputs.__file__).with_name("grade_main.py")))["main"]
-    main(str(code), str(session), str(out))
-    assert json.loads(out.read_text())["result"] == {"overall_score": 1.0, "n": 2, "first": "session"}
+    code.write_text("import sys\ndef grade(transcript, workspace_path):\n    print('from grade()')\n"
+                    "    return {'overall_score': 1.0, 'n': len(transcript), 'first': transcript[0]['type'],"
+                    " 'isolated': sys.flags.isolated and sys.flags.no_site}\n")
+    done = subprocess.run([sys.executable, "-I", "-S", grade_main.__file__, str(code), str(session)],
+                          capture_output=True, timeout=120)
+    out = read_frame(done.stdout.decode())
+    assert out["result"] == {"overall_score": 1.0, "n": 2, "first": "session", "isolated": True}, out
+    assert out["log"] == "from grade()\n" and not grade_main.in_grader_container()
 
 
 def test_only_the_sections_outer_fence_is_removed(tmp_path):
@@ -712,3 +719,40 @@ def test_standins_give_empty_workspaces_and_service_fixtures_and_touch_nothing_r
     assert not is_standin(real.parent) and list(real.parent.iterdir()) == [real]
     again = make_standins(tmp_path)  # a stand-in may be made again; a real workspace never
     assert again.created == ["s1"] and again.kept == ["t1"] and again.fixtures == []
+
+
+def test_the_graders_frame_is_read_whole_or_not_at_all():
+    """Issue 32.4 for the grader's answer: framed at both ends with its length; an answer that lost its beginning or
+    whose length does not match is an infrastructure error, never a result; none at all is the grader's failure."""
+    from pytest_clawswe.errors import InfraError
+    from pytest_clawswe.wildclaw import grade_main
+    from pytest_clawswe.wildclaw.grader import read_frame
+
+    whole = grade_main.frame({"ok": True, "result": {"overall_score": 0.5}, "log": "x\n<<<clawswe-grade-result 9>>>\n"})
+    assert read_frame(whole.decode())["result"] == {"overall_score": 0.5}  # a marker inside the log is only text
+    assert read_frame("no frame: killed") is None
+    length = whole.split(b">>>", 1)[0].rsplit(b" ", 1)[1]
+    for cut in (whole[40:], whole[:-20], whole.replace(b" %s>>>" % length, b" %d>>>" % (int(length) + 1), 1)):
+        with pytest.raises(InfraError):
+            read_frame(cut.decode())
+
+
+def test_a_result_channel_holding_more_than_the_one_result_is_no_result():
+    """Agent code that grade() ran may write to the child's result pipe: a second message, or garbage, is an
+    error (the item errors), never taken for grade()'s result."""
+    from pytest_clawswe.wildclaw.grade_main import read_result
+
+    one = b'{"ok": true, "result": {"overall_score": 1.0}}'
+    assert read_result(b"%d\n%s" % (len(one), one))["ok"] is True
+    for bad in (b"", b"%d\n%s%s" % (len(one), one, one), b"%d\n%s" % (len(one) + 1, one), b"garbage"):
+        assert read_result(bad)["ok"] is False
+
+
+def test_a_bad_world_budget_is_refused_before_anything_is_written(pytester, monkeypatch, tmp_path):
+    monkeypatch.setenv("CLAWSWE_WORLD_MAX_MB", "lots")
+    run = tmp_path / "run"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--harness", "claude-code", "--model", "scripted/gold", "--run-dir", str(run))
+    assert result.ret == 4
+    assert "CLAWSWE_WORLD_MAX_MB must be a number of MiB" in result.stderr.str()
+    assert not run.exists()

@@ -153,3 +153,57 @@ def test_a_command_is_never_taken_for_timed_out_before_it_started(docker_client)
         for _ in range(60):
             r = ws.exec("echo ok", timeout=60)
             assert (r.exit_code, r.output) == (0, "ok\n")
+
+
+def test_copy_out_notes_links_without_following_them_and_rereads_a_cut_stream(docker_client, python_demo, tmp_path):
+    """issue 32.4/32.5: the engine's archive is read framed at both ends (a stream whose first bytes are lost is
+    read again, then an InfraError, never a smaller copy), and a symlink or hard link is noted with its target;
+    the symlink is never made here (into gt/ it would hand the grader ground truth), the hard link is a copy."""
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}) as ws:
+        ws.exec("mkdir -p /out/results && echo answer > /out/results/a.txt && ln /out/results/a.txt /out/results/b.txt"
+                " && ln -s /tmp_workspace/gt/secret.txt /out/results/peek && echo last > /out/z.txt", check=True)
+        report = ws.copy_out("/out", tmp_path / "whole")
+        root = tmp_path / "whole" / "out"
+        assert (root / "results" / "b.txt").read_text() == "answer\n" and (root / "z.txt").is_file()
+        assert not (root / "results" / "peek").is_symlink() and not (root / "results" / "peek").exists()
+        assert report.symlinks == [{"path": "out/results/peek", "target": "/tmp_workspace/gt/secret.txt"}]
+        assert [(h["path"], h["restored"]) for h in report.hardlinks] in (
+            [("out/results/b.txt", True)], [("out/results/a.txt", True)])  # the engine names either one first
+
+        real = ws.container.get_archive
+        cuts = []
+
+        def cut_first_bytes(path, *args, **kwargs):  # the engine's stream, its first 100 bytes lost
+            stream, stat = real(path, *args, **kwargs)
+            if not cuts:
+                cuts.append(True)
+                data = b"".join(stream)
+                return iter([data[100:]]), stat
+            cuts.append(False)
+            return stream, stat
+
+        ws.container.get_archive = cut_first_bytes
+        assert ws.copy_out("/out", tmp_path / "again") and (tmp_path / "again" / "out" / "z.txt").is_file()
+        assert cuts == [True, False]  # read twice: the second answer was whole
+        cuts.clear()
+        ws.container.get_archive = lambda path, *a, **k: (iter([b"".join(real(path)[0])[100:]]), {})
+        with pytest.raises(InfraError, match="came back cut twice"):
+            ws.copy_out("/out", tmp_path / "cut")
+        assert not (tmp_path / "cut" / "out").exists()
+
+
+def test_a_single_file_past_the_cap_is_left_out_without_being_streamed(docker_client, python_demo, tmp_path):
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-ws"}) as ws:
+        ws.exec("head -c 3000000 /dev/zero > /tmp/big.bin", check=True)
+        streamed = []
+        real = ws.container.get_archive
+
+        def counted(path, *a, **k):
+            stream, stat = real(path, *a, **k)
+            return (streamed.append(chunk) or chunk for chunk in stream), stat
+
+        ws.container.get_archive = counted
+        report = ws.copy_out("/tmp/big.bin", tmp_path, max_bytes=1_000_000)
+        assert report.left_out == ["big.bin"] and not streamed and not (tmp_path / "big.bin").exists()
+        assert "big.bin" in (tmp_path / "COPY_TRUNCATED.txt").read_text()
+        assert ws.copy_out("/tmp/big.bin", tmp_path, max_bytes=4_000_000).bytes == 3_000_000

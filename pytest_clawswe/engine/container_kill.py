@@ -74,28 +74,28 @@ def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
         return  # it exited (its keep-alive was killed from outside): nothing runs in it
     if state is not None and not state.get("Paused") and _host_tasks(container.id, state.get("Pid")) == 2:
         return  # tini and the keep-alive, and nothing else: nothing to kill, nothing that can start one
-    try:
-        api.pause(container.id)
-    except docker.errors.NotFound:
-        return  # the container is gone: nothing of it runs
-    except docker.errors.APIError as exc:
-        if "not running" in str(exc).lower():
-            return  # it exited (its keep-alive was killed from outside): nothing runs in it
-        if "already paused" not in str(exc).lower():
-            raise InfraError(f"could not freeze the container to stop its processes: {exc}") from exc
+    frozen = _freeze(api, container.id)
+    if frozen is None:
+        return  # it exited (its keep-alive was killed from outside), or is gone: nothing of it runs
     helper = None
     try:
-        if _only_tini_and_keepalive(api, container.id, (state or {}).get("Pid")):
+        if frozen and _only_tini_and_keepalive(api, container.id, (state or {}).get("Pid")):
             return  # (thawed below) nothing of the agent's runs, and nothing that is left can fork
         try:
-            helper = client.containers.run(
+            helper = client.containers.create(
                 image, ["sh", "-c", _KILLER, "sh", str(int(KILL_DEADLINE_S / 0.05))], entrypoint=[],
-                detach=True, user="root", working_dir="/", network_mode="none",
+                user="root", working_dir="/", network_mode="none",
                 pid_mode=f"container:{container.id}", labels={**labels, LABEL_ROLE: "stopper"})
+            helper.start()
         except (docker.errors.DockerException, OSError) as exc:
+            if helper is not None:  # made, not started: not left behind
+                _remove(helper)
+                helper = None
+            if not _running(api, container.id):
+                return  # it stopped meanwhile (its keep-alive was killed: tini exits): nothing runs in it
             raise InfraError(f"could not start the helper that stops the container's processes: {exc}") from exc
         deadline = time.monotonic() + KILL_DEADLINE_S
-        while b"pass" not in helper.logs(stdout=True, stderr=False):  # the frozen container's first pass
+        while b"pass" not in helper.logs(stdout=True, stderr=False):  # the (frozen) container's first pass
             if time.monotonic() > deadline:
                 raise InfraError("the helper that stops the container's processes did not run for 10 s")
             time.sleep(0.05)
@@ -108,12 +108,47 @@ def kill_all(client, container, image: str, labels: dict[str, str]) -> None:
     except Exception as exc:  # requests' timeout: the helper hangs
         raise InfraError(f"the helper that stops the container's processes did not end: {exc}") from exc
     finally:
-        try:
-            helper.remove(force=True)
-        except docker.errors.DockerException:
-            pass
+        _remove(helper)
     if code != 0:
         raise InfraError(f"processes in the container survived SIGKILL for {KILL_DEADLINE_S:.0f} s")
+
+
+def _freeze(api, container_id: str, tries: int = 3) -> bool | None:
+    """Pause the container: True when frozen, None when it is not running (or gone), False when the freezer would
+    not take it (runc's "unable to freeze": a fork storm at the pids limit under load, seen in test_wildclaw_hostile);
+    then the helper kills without the freeze, pass after pass, until nothing is left (the pids limit bounds a bomb)."""
+    for attempt in range(tries):
+        try:
+            api.pause(container_id)
+            return True
+        except docker.errors.NotFound:
+            return None
+        except docker.errors.APIError as exc:
+            said = str(exc).lower()
+            if "not running" in said:
+                return None
+            if "already paused" in said:
+                return True
+            if "unable to freeze" not in said:
+                raise InfraError(f"could not freeze the container to stop its processes: {exc}") from exc
+        time.sleep(0.2 * (attempt + 1))
+    return False
+
+
+def _remove(helper) -> None:
+    try:
+        helper.remove(force=True)
+    except (docker.errors.DockerException, OSError):
+        pass  # the run's sweep finds it by its labels
+
+
+def _running(api, container_id: str) -> bool:
+    try:
+        return bool(api.inspect_container(container_id)["State"].get("Running"))
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.DockerException:
+        return True  # not known: the caller says what failed
 
 
 def _host_tasks(container_id: str, init_pid: int | None) -> int | None:

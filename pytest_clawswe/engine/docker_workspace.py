@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 import docker
 import docker.errors
 
+from pytest_clawswe.engine.archive import CopyReport, copy_framed
 from pytest_clawswe.engine.client import docker_client  # noqa: F401  (its old home)
 from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_EXEC_OUTPUT, MAX_READ_BYTES, BaseWorkspace, ExecResult
 from pytest_clawswe.errors import InfraError
@@ -68,7 +69,9 @@ class Workspace(BaseWorkspace):
                  name: str | None = None, mem_limit: str | None = "8g", pids_limit: int | None = 300,
                  network: str | None = None, volumes_from: list[str] | None = None,
                  environment: dict[str, str] | None = None, extra_hosts: dict[str, str] | None = None,
-                 cap_drop: tuple[str, ...] = DROPPED_CAPABILITIES):
+                 cap_drop: tuple[str, ...] = DROPPED_CAPABILITIES, read_only: dict[str, str] | None = None):
+        """`read_only`: host folder -> path in the container, mounted read-only (the engine must run on this
+        machine: a benchmark that uses it refuses other engines)."""
         self.client = client
         self.image = image
         self.container = None
@@ -79,6 +82,8 @@ class Workspace(BaseWorkspace):
             mem_limit=mem_limit, memswap_limit=mem_limit, pids_limit=pids_limit,
             network=network, volumes_from=volumes_from or None,
             environment=environment or {}, extra_hosts=extra_hosts or None, cap_drop=list(cap_drop) or None,
+            volumes={str(Path(host).resolve()): {"bind": dest, "mode": "ro"} for host, dest in read_only.items()}
+            if read_only else None,
         )
 
     def start(self) -> "Workspace":
@@ -261,38 +266,52 @@ class Workspace(BaseWorkspace):
         code, data, _, _ = self._run_capped(["tail", "-c", str(max_bytes), "--", path], max_bytes)
         return data if code == 0 else None
 
-    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> bool:
-        """Copy a container file or folder into dest_dir on the host; False when it does not exist."""
-        try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound:
-            return False
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        left_out: list[str] = []
+    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> CopyReport | None:
+        """Copy a container file or folder into dest_dir on the host; None when it does not exist. The engine's
+        archive is read framed at both ends (engine/archive.py: a cut stream is read again, then InfraError)."""
+        def open_stream():
+            try:
+                stream, stat = self.container.get_archive(path)
+            except docker.errors.NotFound:
+                return None
+            close = getattr(stream, "close", lambda: None)
+            if not (stat or {}).get("mode", 0) & _GO_TYPE_BITS and (stat or {}).get("size", 0) > max_bytes:
+                close()  # one regular file past the cap: not streamed through only to be left out
+                return CopyReport(left_out=[PurePosixPath(path).name])
+            return stream, close
 
-        def within_cap(tar):  # lazily, in stream order: extractall takes each member as it is read
-            copied = 0
-            for member in tar:
-                if member.issym() or member.islnk() or member.isdev():
-                    continue
-                if copied + member.size > max_bytes:
-                    left_out.append(member.name)
-                    if len(left_out) > 1000:
-                        return  # stop reading: what is left is not copied anyway
-                    continue
-                copied += member.size
-                yield member
-
-        try:
-            with tarfile.open(fileobj=_ChunkReader(stream, None), mode="r|") as tar:
-                # extractall, not extract: it sets a folder's mode only after filling it
-                tar.extractall(dest_dir, members=within_cap(tar), filter="data")
-        finally:
-            stream.close()
-        if left_out:
+        report = copy_framed(open_stream, path, dest_dir, max_bytes)
+        if report is not None and report.left_out:
             (dest_dir / "COPY_TRUNCATED.txt").write_text(
-                f"more than {max_bytes} bytes under {path}: these were left out\n" + "\n".join(left_out) + "\n")
-        return True
+                f"more than {max_bytes} bytes under {path}: these were left out\n" + "\n".join(report.left_out) + "\n")
+        return report
+
+    def changes(self) -> list[tuple[str, str]]:
+        """Read from the container's overlay layers when the engine keeps them on this machine (engine/overlay.py:
+        milliseconds; the engine's own diff of a large image takes seconds), else the engine's diff."""
+        from pytest_clawswe.engine.overlay import local_layers, upper_changes
+
+        try:
+            self.container.reload()
+            layers = local_layers(self.container.attrs)
+            if layers is not None:
+                return upper_changes(*layers)
+            diff = self.container.diff() or []
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"could not read the container's changes: {exc}") from exc
+        return [(d["Path"], _KINDS.get(d["Kind"], "changed")) for d in diff]
+
+    def mounts(self) -> list[str]:
+        self.container.reload()
+        return [m["Destination"] for m in self.container.attrs.get("Mounts") or []]
+
+    def put_archive(self, dest_dir: str, data) -> None:
+        try:
+            done = self.container.put_archive(dest_dir, data)
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"could not copy into the container at {dest_dir}: {exc}") from exc
+        if not done:
+            raise InfraError(f"could not copy into the container at {dest_dir}")
 
     def commit(self, repository: str, tag: str, labels: dict[str, str]) -> None:
         """Save the container as an image (Docker only: how a prepared /testbed is kept between runs)."""
@@ -300,6 +319,12 @@ class Workspace(BaseWorkspace):
             self.container.commit(repository=repository, tag=tag, conf={"Labels": labels})
         except docker.errors.DockerException as exc:
             raise InfraError(f"could not save the prepared image {repository}:{tag}: {exc}") from exc
+
+
+_KINDS = {0: "changed", 1: "added", 2: "deleted"}  # the engine's diff: Kind
+# Go's os.FileMode type bits (dir, symlink, device, named pipe, socket, char device, irregular), as the engine's
+# archive stat carries them: none set is a regular file
+_GO_TYPE_BITS = (1 << 31) | (1 << 27) | (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (1 << 19)
 
 
 class _Tail:

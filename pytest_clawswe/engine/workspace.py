@@ -10,6 +10,10 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_clawswe.engine.archive import CopyReport
 
 MAX_EXEC_OUTPUT = 8 * 2**20  # bytes of a command's output kept (its tail)
 MAX_READ_BYTES = 64 * 2**20  # bytes of one file read back from a workspace (its tail)
@@ -75,9 +79,24 @@ class BaseWorkspace(abc.ABC):
         """A file's bytes (at most max_bytes: its tail), or None when it is not a regular file."""
 
     @abc.abstractmethod
-    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> bool:
-        """Copy a file or folder into dest_dir on the host, no links or devices; files past max_bytes in
-        all are left out and listed in dest_dir/COPY_TRUNCATED.txt. False when path does not exist."""
+    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> "CopyReport | None":
+        """Copy a file or folder into dest_dir on the host: no symlink or device is created (each is noted in the
+        report, with its target), a hard link to a file copied too becomes a copy of it; files past max_bytes in
+        all are left out and listed in dest_dir/COPY_TRUNCATED.txt. None when path does not exist. What the
+        engine sends is read framed at both ends (engine/archive.py): cut twice, InfraError."""
+
+    @abc.abstractmethod
+    def changes(self) -> list[tuple[str, str]]:
+        """What was added, changed or deleted on top of the sandbox's image: (path, "added" | "changed" |
+        "deleted"), read from outside (nothing inside the sandbox is run)."""
+
+    @abc.abstractmethod
+    def mounts(self) -> list[str]:
+        """The paths something is mounted at (not the sandbox's own files)."""
+
+    @abc.abstractmethod
+    def put_archive(self, dest_dir: str, data) -> None:
+        """Extract a tar archive (bytes or a file object) the runner made into dest_dir, from outside."""
 
     @abc.abstractmethod
     def disk_used(self) -> int:

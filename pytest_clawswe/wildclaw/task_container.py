@@ -9,6 +9,7 @@ finish reason, so nothing of the agent outlives it; ground truth never enters th
 from __future__ import annotations
 
 import io
+import json
 import shlex
 import tarfile
 from pathlib import Path, PurePosixPath
@@ -116,6 +117,34 @@ def lock_network(client, ws: Workspace, network: str | None) -> None:
     for name in attached:
         if name != network:
             client.networks.get(name).disconnect(ws.container, force=True)
+
+
+def keep_snapshot(ws: Workspace, work: Path, warnings: list[str]) -> None:
+    """/tmp_workspace, copied out into work/snapshot/ (empty when the agent deleted it). No link is followed: a
+    symlink (into gt/ it would hand the grader ground truth) and a device are left out, a hard link to a file of the
+    snapshot is a copy of it; each is noted with its target in snapshot/links.json, which the grader also gets."""
+    report = ws.copy_out(WORKDIR, work / "snapshot")
+    if report is None:
+        (work / "snapshot" / "tmp_workspace").mkdir(parents=True)
+        return
+    links = report.links()
+    if any(links.values()):
+        (work / "snapshot" / "links.json").write_text(json.dumps(links, indent=1) + "\n")
+    left = len(report.symlinks) + len(report.special)
+    if left:
+        warnings.append(f"{left} symlink(s) or special file(s) in /tmp_workspace were left out of the snapshot "
+                        "(never followed); snapshot/links.json names each with its target")
+
+
+def keep_world(ws: Workspace, work: Path, warnings: list[str]) -> None:
+    """What the agent changed in its container outside /tmp_workspace, for the grader (engine/world.py)."""
+    from pytest_clawswe.engine import world
+
+    manifest = world.capture(ws, work / "world", skip=[WORKDIR])
+    budget = [e for e in manifest["left_out"] if e["reason"] == "budget"]
+    if budget:
+        warnings.append(f"{len(budget)} file(s) the agent changed outside /tmp_workspace were past the "
+                        f"{manifest['budget_bytes'] // 2**20} MiB budget and not kept (world/world.json)")
 
 
 def agent_phase(harness, ctx: AgentContext, prompt: str, disk_limit: int | None, after_create=None) -> AgentRun:

@@ -54,6 +54,12 @@ class TaskRunner(ItemRunner):
         with _unreachable_is_infra():
             return self.gateway.client.register(instance_id, model, scripted=scripted, ceiling=self.gateway.ceiling)
 
+    def _revoke(self, token: str) -> None:
+        from pytest_clawswe.gateway.run import _unreachable_is_infra
+
+        with _unreachable_is_infra():
+            self.gateway.client.unregister(token)
+
     def _usage(self, token: str) -> tuple[Usage, list[dict]]:
         from pytest_clawswe.gateway.run import _unreachable_is_infra
 
@@ -129,7 +135,7 @@ class TaskRunner(ItemRunner):
         first_network = "bridge" if plan.warmup and locked else cfg.network
         t = time.monotonic()
         ws = Workspace(self.client, task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
-                       network=first_network, **docker_args)
+                       network=first_network, read_only={str(ws_dir / "exec"): grader.APP}, **docker_args)
         with ws:
             # services first: their ports are theirs before any process of the task could bind them
             car = services.start(self.client, ws, plan, work / services.AUDIT_DIR, labels, self.progress)
@@ -179,9 +185,11 @@ class TaskRunner(ItemRunner):
                         result.finish_reason, result.error = "provider_error", str(exc)
                         raise
                 t = time.monotonic()
-                if not ws.copy_out(agent.WORKDIR, work / "snapshot"):
-                    (work / "snapshot" / "tmp_workspace").mkdir(parents=True)
+                agent.keep_snapshot(ws, work, result.warnings)
                 timings["snapshot"] = round(time.monotonic() - t, 3)
+                t = time.monotonic()
+                agent.keep_world(ws, work, result.warnings)
+                timings["world"] = round(time.monotonic() - t, 3)
             finally:
                 if car is not None:  # on every path out, before the agent's container goes (a no-op if done)
                     services.stop(car)
@@ -190,9 +198,10 @@ class TaskRunner(ItemRunner):
         from pytest_clawswe.wildclaw.transcript import session_lines, to_jsonl
 
         (work / "transcript.jsonl").write_text(to_jsonl(session_lines(transcript)))
+        grader.keep_grading_inputs(work, task, ws_dir)
         t = time.monotonic()
         try:
-            graded = self._grade(task, ws_dir, found, work, grader_image, result)
+            graded = self._grade(task, found, work, grader_image, result)
         finally:
             timings["grade"] = round(time.monotonic() - t, 3)
         result.scores = graded
@@ -228,7 +237,7 @@ class TaskRunner(ItemRunner):
             return "scripted/judge"
         return judge if judge.startswith("openrouter/") else f"openrouter/{judge}"
 
-    def _grade(self, task: Task, ws_dir: Path, found: fixtures.Fixtures, work: Path, image: str, result: TaskResult) -> dict:
+    def _grade(self, task: Task, found: fixtures.Fixtures, work: Path, image: str, result: TaskResult) -> dict:
         """grade()'s dict; GradeError when there is none, naming the judge when the judge was the cause."""
         cfg = self.config
         token, judge_model = "", self._judge_gateway_model()
@@ -239,12 +248,14 @@ class TaskRunner(ItemRunner):
             except ValueError as exc:
                 raise grader.GradeError(f"{task.id}: the gateway cannot serve the judge model: {exc}") from None
         labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "grader"}
+        how = grader.Grading(self.client, image, labels, cfg.network, cfg.mem_limit, cfg.pids_limit,
+                             self.options.grade_timeout_s, self.options.judge_model, token,
+                             self.gateway.url if self.gateway else "", revoke=(lambda: self._revoke(token)) if token else None)
         failure: grader.GradeError | None = None
         graded: dict = {}
         try:
-            graded = grader.run_grader(self.client, image, labels, task, ws_dir, work, cfg, token,
-                                       self.gateway.url if self.gateway else "", self.options,
-                                       audit_dir=work / services.AUDIT_DIR)
+            graded, notes = grader.grade_folder(work, how)
+            result.warnings += notes
         except grader.GradeError as exc:
             failure = exc
         usage, records = self._usage(token) if token else (Usage(), [])

@@ -211,13 +211,16 @@ def start_replay(workspace, audit_dir: str | Path, python: str = "python3", time
         if path.is_file():
             workspace.write_file(f"{REPLAY_ROOT}/audit/{path.name}", path.read_bytes())
     api = workspace.client.api
-    exec_id = api.exec_create(workspace.container.id, [python, "-m", "svc.replay", "--audit-dir",
+    # the image's Python, isolated (-I -S): nothing the agent left in the grader's container (a user site, a
+    # usercustomize) runs in the server the graders trust; only our folder is added to its path
+    run = f"import runpy, sys; sys.path.insert(0, {REPLAY_ROOT!r}); runpy.run_module('svc.replay', run_name='__main__', alter_sys=True)"
+    exec_id = api.exec_create(workspace.container.id, [python, "-I", "-S", "-c", run, "--audit-dir",
                                                       f"{REPLAY_ROOT}/audit"], workdir=REPLAY_ROOT)["Id"]
     api.exec_start(exec_id, detach=True)
     meta = Path(audit_dir) / "meta.json"
     services = json.loads(meta.read_text())["services"] if meta.is_file() else []
     probe = ["sh", "-c", " && ".join(
-        f"{python} -c \"import urllib.request;urllib.request.urlopen('http://127.0.0.1:{PORTS[s]}/{s}/audit')\""
+        f"{python} -I -S -c \"import urllib.request;urllib.request.urlopen('http://127.0.0.1:{PORTS[s]}/{s}/audit')\""
         for s in services) or "true"]
     deadline = time.monotonic() + timeout
     while workspace.exec(probe).exit_code != 0:
