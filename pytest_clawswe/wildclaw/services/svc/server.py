@@ -46,8 +46,7 @@ class Runtime:
     """One service: its state, audit log, fault plan, and a lock that puts its calls in one order; the budget
     is the task's, shared by its services."""
 
-    def __init__(self, service, log: AuditLog, faults: FaultPlan, extra: dict | None = None,
-                 budget: AuditBudget | None = None):
+    def __init__(self, service, log: AuditLog, faults: FaultPlan, budget: AuditBudget, extra: dict | None = None):
         self.service, self.log, self.faults, self.extra = service, log, faults, extra or {}
         self.budget = budget
         self.lock = asyncio.Lock()
@@ -78,8 +77,8 @@ def build_runtimes(config: dict, fixtures: Path, audit_dir: Path) -> dict[str, R
             service = SERVICE_CLASSES[name](load_fixture(fixtures, name) or {})
         else:
             raise ValueError(f"unknown service {name!r}; known: {', '.join([*SERVICE_CLASSES, 'search'])}")
-        runtimes[name] = Runtime(service, AuditLog(log_path(audit_dir, name)), FaultPlan(rate, seed, name), extra,
-                                 limits)
+        runtimes[name] = Runtime(service, AuditLog(log_path(audit_dir, name)), FaultPlan(rate, seed, name), limits,
+                                 extra)
     (audit_dir / "meta.json").write_text(json.dumps(
         {"services": list(runtimes), "error_rate": rate, "error_seed": seed,
          "extra": {n: rt.extra for n, rt in runtimes.items()}}, indent=1))
@@ -101,7 +100,7 @@ def make_app(rt: Runtime) -> web.Application:
 
     def refuse(endpoint: str, used_up: str, size: int) -> web.Response:
         what = (f"{rt.budget.max_calls} calls" if used_up == "calls"
-                else f"{rt.budget.max_bytes // 2**20} MiB of calls")
+                else f"{rt.budget.max_bytes / 2**20:g} MiB of calls")
         error = (f"this task's services take at most {what}, and they were made; this call was refused and "
                  f"recorded: finish with what you have")
         if rt.budget.refuse():
