@@ -84,11 +84,12 @@ def _at_end(beginnings: bytes) -> re.Pattern[bytes]:
 class Redactor:
     """Scrubs one key out of answers; built once per key (`for_key`)."""
 
-    __slots__ = ("forms", "_lower", "_loose", "_exact_end", "_loose_end", "_plain_window", "_window")
+    __slots__ = ("forms", "shortest", "_lower", "_loose", "_exact_end", "_loose_end", "_plain_window", "_window")
 
     def __init__(self, key: str) -> None:
         self.forms = key_forms(key)
         self._lower = key.lower().encode()
+        self.shortest = min([len(f) for f in self.forms] + [len(self._lower)]) if key else 0  # no form is shorter
         self._loose = _loose_pattern(key) if key else None
         self._exact_end = self._loose_end = None
         self._plain_window = self._window = 0
