@@ -39,6 +39,9 @@ ARGS = {"command": "echo [redacted] > /testbed/leak.txt"}
 
 def _answer(path, body, headers):
     protocol, form, how, tcp = body["model"].split(":")
+    if form == "echo":  # the secret the harness sent (its own token, in its message), split over two events
+        secret = body["input"] if protocol == "responses" else body["messages"][0]["content"]
+        return leak_events(protocol, secret, "plain", how, int(tcp))
     return leak_events(protocol, KEY, form, how, int(tcp))
 
 
@@ -139,3 +142,17 @@ def test_a_key_split_across_events_reaches_neither_the_harness_nor_the_record(ga
     assert (text, json.loads(args)) == (TEXT, ARGS)  # only the key is gone: not a character more
     record = recorded(gateway, instance, 2)
     assert not leaks(record), leaks(record)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_token_split_across_events_is_not_in_the_record(gateway, protocol):
+    """The record joins a turn's text before it is scrubbed of every token: the instance's own token, which a
+    harness may send and a provider echo in pieces, is in no recorded line or trajectory."""
+    instance = f"split__token_{protocol}"
+    token = gateway.client().register(instance, f"stub/{protocol}:echo:chars:0")
+    path = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}[protocol]
+    body = {"model": f"{protocol}:echo:chars:0", "stream": True, "max_tokens": 100,
+            **({"input": token} if protocol == "responses" else {"messages": [{"role": "user", "content": token}]})}
+    raw_stream(gateway, path, body, token)
+    record = recorded(gateway, instance, 1)
+    assert token not in record and "[redacted]" in record
