@@ -1,6 +1,7 @@
 """What following the key across a streamed answer's events costs (issue 32 §3; gateway/stream_redact.py).
 
     python benchmarks/bench_stream_redact.py [--rounds 7] [--before A.json,...] [--after B.json,...]
+                                             [--gateway-ab MAIN_SRC]
 
 In-process, no network: the CPU time the guard adds to one streamed answer (the events of bench_gateway.py's stub,
 and a longer realistic one: 400 text deltas of English prose and a tool call's arguments in 60 pieces), per
@@ -10,7 +11,11 @@ present (a forwarded answer); the scripted model's answers have no key and no gu
 
 --before/--after: bench_gateway.py result files (streamed scenario) of main's gateway and of this one, measured in
 alternating rounds; their gateway rows are summarised (median per stub, mode and concurrency) beside the figures.
-Writes benchmarks/results/gateway_stream_redact.json.
+--gateway-ab MAIN_SRC: the gateway's CPU time per streamed request (bench_gateway's zero-delay stub, 23 events, one
+client, 300 requests a round, --ab-rounds rounds alternating), a gateway process of the code in MAIN_SRC (e.g. `git archive
+main pytest_clawswe | tar -x -C MAIN_SRC`, put first on its PYTHONPATH) against one of this checkout. Needs nginx
+with its echo module, as bench_gateway.py. Run it from outside the checkout (its folder would come first on
+sys.path). Writes benchmarks/results/gateway_stream_redact.json.
 """
 from __future__ import annotations
 
@@ -146,16 +151,71 @@ def gateway_rows(files: list[str]) -> dict:
     return {"files": files, "load_avg_1m_range": [min(loads, default=0), max(loads, default=0)], "rows": out}
 
 
+def gateway_ab(main_src: str, rounds: int = 8, per_round: int = 300) -> dict:
+    """CPU time per streamed request of two gateway processes, main's code and this checkout's, one stub."""
+    import http.client
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import bench_gateway as bg
+
+    def run(gw, token: str, n: int) -> None:
+        host, port = gw.base.split("//")[1].split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        data = json.dumps(bg.body("zero-sse/m", True)).encode()
+        for _ in range(n):
+            conn.request("POST", "/v1/chat/completions", body=data,
+                         headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+            answer = conn.getresponse()
+            answer.read()
+            assert answer.status == 200, answer.status
+        conn.close()
+
+    cpu: dict[str, list[float]] = {"main": [], "this": []}
+    with tempfile.TemporaryDirectory(prefix="bench-stream-redact-") as tmp:
+        stub, gateways = bg.Stub(Path(tmp)), {}
+        try:
+            for side in cpu:
+                if side == "main":
+                    os.environ["PYTHONPATH"] = main_src
+                try:
+                    gateways[side] = bg.Gateway(stub, Path(tmp) / side, workers=1)
+                finally:
+                    os.environ.pop("PYTHONPATH", None)
+            environ = Path(f"/proc/{gateways['main'].pid}/environ").read_bytes()
+            assert f"PYTHONPATH={main_src}".encode() in environ, "main's gateway does not run main's code"
+            tokens = {side: gw.client.register(f"ab-{side}", "zero-sse/m") for side, gw in gateways.items()}
+            for side, gw in gateways.items():
+                run(gw, tokens[side], 50)  # warm
+            for _ in range(rounds):
+                for side, gw in gateways.items():
+                    before = bg.process_tree_cpu(gw.pid)
+                    run(gw, tokens[side], per_round)
+                    cpu[side].append((bg.process_tree_cpu(gw.pid) - before) * 1000 / per_round)
+        finally:
+            for gw in gateways.values():
+                gw.stop()
+            stub.stop()
+    return {side: {"cpu_ms_per_request_median": round(statistics.median(v), 3), "min": round(min(v), 3),
+                   "rounds": [round(x, 3) for x in v]} for side, v in cpu.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--before", default="", help="bench_gateway.py result files of main's gateway, comma-separated")
     parser.add_argument("--after", default="", help="the same of this gateway")
+    parser.add_argument("--gateway-ab", default="", metavar="MAIN_SRC", help="a checkout of main's pytest_clawswe")
+    parser.add_argument("--ab-rounds", type=int, default=8)
     parser.add_argument("--note", default="")
     parser.add_argument("--out", default=str(RESULTS / "gateway_stream_redact.json"))
     args = parser.parse_args()
     result: dict = {"machine": {"cores": os.cpu_count(), "load_avg": [round(x, 2) for x in os.getloadavg()],
                                 "note": args.note}, "guard": measure(args.rounds)}
+    if args.gateway_ab:
+        result["gateway_cpu_ab"] = gateway_ab(args.gateway_ab, args.ab_rounds)
+        print(json.dumps(result["gateway_cpu_ab"]), flush=True)
     if args.before and args.after:
         result["bench_gateway"] = {"before": gateway_rows(args.before.split(",")),
                                    "after": gateway_rows(args.after.split(","))}
