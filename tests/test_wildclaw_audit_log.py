@@ -120,3 +120,14 @@ def test_a_wrong_audit_limit_is_one_sentence_before_anything_starts():
         with pytest.raises(ValueError, match=key):
             check_config({key: value}, SOCIAL)
     assert check_config({"audit_max_calls": 50, "audit_max_mb": 0.5}, SOCIAL)["audit_max_calls"] == 50
+
+
+def test_a_body_over_the_services_limit_is_refused_and_in_the_audit(services):
+    """4 MiB per call, as before; such a call now leaves its trace (it was counted and not recorded)."""
+    svc, audit = services()
+    data = b'{"to": "a@b", "subject": "s", "body": "' + b"x" * (4 * 2**20) + b'"}'
+    status, body = post(svc.url("gmail") + "/gmail/send", data)
+    assert status == 413 and "at most 4 MiB" in body["error"]
+    (refused,) = read_log(log_path(audit, "gmail"))
+    assert (refused["refused"], refused["status"], refused["request_bytes"]) == ("size", 413, len(data))
+    assert replay.audit_views(audit)["gmail"]["refused_calls"][0]["refused"] == "size"

@@ -26,6 +26,7 @@ from .faults import FaultPlan
 from .services import ApiError, Calendar, Contacts, Gmail, Slack
 
 SERVICE_CLASSES = {"gmail": Gmail, "calendar": Calendar, "contacts": Contacts, "slack": Slack}
+MAX_BODY = 4 * 2**20  # per call
 # A fixture that is a bare list (as a released task's inbox.json may be) is this service's main list.
 MAIN_LIST = {"gmail": "messages", "slack": "messages", "calendar": "events", "contacts": "contacts"}
 
@@ -116,7 +117,14 @@ def make_app(rt: Runtime) -> web.Application:
             if used_up:  # before the fault draw and the handler: the service's state stays as audited
                 return refuse(endpoint, used_up, request.content_length or 0)
             fault = rt.faults.next()
-            raw = await request.read()
+            try:
+                raw = await request.read()
+            except web.HTTPRequestEntityTooLarge:  # over MAX_BODY: refused, and in the audit as such
+                rt.log.append({"seq": rt.seq, "time": _now(), "service": rt.name, "method": "POST",
+                               "endpoint": endpoint[:200], "status": 413, "refused": "size",
+                               "request_bytes": request.content_length})
+                return web.json_response({"error": f"a call's body may hold at most {MAX_BODY >> 20} MiB"},
+                                         status=413)
             headers, effects = {}, {}
             try:
                 body = json.loads(raw or b"{}")
@@ -147,7 +155,7 @@ def make_app(rt: Runtime) -> web.Application:
                 "delay": fault.delay if fault else 0.0, "effects": {k: v for k, v in effects.items() if v}}))
         return web.json_response(response, status=status, headers=headers)
 
-    app = web.Application(client_max_size=4 * 2**20)
+    app = web.Application(client_max_size=MAX_BODY)
     app.router.add_get("/health", health)
     app.router.add_get(f"/{rt.name}/health", health)
     app.router.add_get(f"/{rt.name}/audit", audit)
