@@ -382,6 +382,9 @@ class _ChunkReader(io.RawIOBase):
         return n
 
 
+ChunkReader = _ChunkReader  # for other packages' streamed reads of get_archive (the services' audit)
+
+
 def _short(argv: list[str]) -> str:
     text = " ".join(shlex.quote(a) for a in argv)
     return text if len(text) < 200 else text[:200] + "..."

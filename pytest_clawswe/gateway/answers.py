@@ -8,7 +8,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from pytest_clawswe.gateway import failures, fastjson, sse
+from pytest_clawswe.gateway import failures, fastjson, sse, stream_redact
 from pytest_clawswe.gateway.http import log
 from pytest_clawswe.gateway.protocols import CHAT, provider_cost_of
 
@@ -48,6 +48,8 @@ class AnswerPassing:
         if self.recorder.on:
             response["trajectory_sent"] = []  # trajectory: the bytes the harness got, for the recorder
         reader, splitter = protocol.stream_reader(), sse.Splitter()
+        # the key split over events: followed in the text the harness joins (stream_redact.py)
+        guard = stream_redact.guard_for(protocol.name, forms or None)
         error = None
         # the answer's last bytes are held back: they go out once its ledger line is on disk (model_request), so
         # a harness never holds a whole answer the ledger could lose (a gateway worker killed in between)
@@ -59,12 +61,16 @@ class AnswerPassing:
                 raise _ClientGone from exc
             async for chunk in chunks:
                 # the events of one chunk go out in one write: one send, not one per event
-                data = await self._pass_events(reader, splitter.feed_raw(chunk), hide_usage, scrub, collector, share)
+                raws = splitter.feed_raw(chunk)
+                data = await self._pass_events(reader, guard.events(raws) if guard else raws, hide_usage, scrub,
+                                               collector, share)
                 if data:
                     await _send(response, held)
                     held = data
-            data = await self._pass_events(reader, [e.raw for e in splitter.close()], hide_usage, scrub, collector,
-                                           share)
+            raws = [e.raw for e in splitter.close()]
+            if guard:
+                raws = guard.events(raws) + guard.finish()
+            data = await self._pass_events(reader, raws, hide_usage, scrub, collector, share)
             if data:
                 await _send(response, held)
                 held = data

@@ -5,7 +5,11 @@ replaced by [redacted] before anything reaches a container.
 
 The exact forms are plain substring searches (C speed, on every answer). The loose forms (escapes, case)
 need a regular expression, which runs only when a cheap probe says one could be there: the key lower-cased
-in the answer lower-cased, or a JSON escape of an ASCII character (which no encoder needs for a key)."""
+in the answer lower-cased, or a JSON escape of an ASCII character (which no encoder needs for a key).
+
+A text that arrives in pieces (a streamed answer's deltas: stream_redact.py) is scrubbed with `hold()`: the
+end of what has arrived that could be the start of a form is kept back until the next piece shows whether a
+form completes across the boundary."""
 from __future__ import annotations
 
 import base64
@@ -41,27 +45,60 @@ def key_forms(key: str) -> tuple[bytes, ...]:
     return tuple(sorted((f for f in forms if f), key=len, reverse=True))
 
 
-def _loose_pattern(key: str) -> re.Pattern[bytes]:
-    """The key as JSON text may spell it: each character itself (any case), \\uXXXX (any hex case), or \\/."""
+def _loose_parts(key: str) -> list[tuple[bytes, bytes]]:
+    """Per character of the key, the ways JSON text may spell it (itself in any case, \\uXXXX in any hex case,
+    \\/) and, as a second regex, the beginnings of its escapes (what a piece may end in mid-character)."""
     parts = []
     for char in key:
-        ways = {re.escape(c.encode()) for c in (char, char.lower(), char.upper()) if len(c) == 1}
-        ways |= {rb"\\u%04x" % ord(c) for c in (char, char.lower(), char.upper()) if len(c) == 1}
+        variants = {c for c in (char, char.lower(), char.upper()) if len(c) == 1}
+        ways = {re.escape(c.encode()) for c in variants}
+        escapes = {b"\\u%04x" % ord(c) for c in variants}
         if char in "/\"\\":
-            ways.add(re.escape(json.dumps(char)[1:-1].encode()))
-        parts.append(b"(?:" + b"|".join(sorted(ways)) + b")")
-    return re.compile(b"".join(parts), re.IGNORECASE)
+            escapes.add(json.dumps(char)[1:-1].encode() if char != "/" else b"\\/")
+        ways |= {re.escape(e) for e in escapes}
+        partial = {re.escape(e[:n]) for e in escapes for n in range(1, len(e))}
+        parts.append((b"(?:" + b"|".join(sorted(ways)) + b")", b"(?:" + b"|".join(sorted(partial)) + b")"))
+    return parts
+
+
+def _loose_pattern(key: str) -> re.Pattern[bytes]:
+    """The key as JSON text may spell it: each character itself (any case), \\uXXXX (any hex case), or \\/."""
+    return re.compile(b"".join(full for full, _ in _loose_parts(key)), re.IGNORECASE)
+
+
+def _beginnings(parts: list[tuple[bytes, bytes | None]]) -> bytes:
+    """A regex of every non-empty beginning of a form made of `parts` (each: the regex of one character's full
+    spellings, and of the beginnings of its escapes, or None)."""
+    nested = b""
+    for full, partial in reversed(parts):
+        nested = b"(?:" + full + (b"(?:" + nested + b")?" if nested else b"") + b")" + \
+            (b"|" + partial if partial else b"")
+    return nested
+
+
+def _at_end(beginnings: bytes) -> re.Pattern[bytes]:
+    """Any of the beginnings at the very end of a text: search() finds the longest first (the leftmost start)."""
+    return re.compile(b"(?:" + beginnings + b")\\Z")
 
 
 class Redactor:
     """Scrubs one key out of answers; built once per key (`for_key`)."""
 
-    __slots__ = ("forms", "_lower", "_loose")
+    __slots__ = ("forms", "shortest", "_lower", "_loose", "_exact_end", "_loose_end", "_plain_window", "_window")
 
     def __init__(self, key: str) -> None:
         self.forms = key_forms(key)
         self._lower = key.lower().encode()
+        self.shortest = min([len(f) for f in self.forms] + [len(self._lower)]) if key else 0  # no form is shorter
         self._loose = _loose_pattern(key) if key else None
+        self._exact_end = self._loose_end = None
+        self._plain_window = self._window = 0
+        if key:  # the exact forms case by case; the loose ones lower-cased (the text is lower-cased to match)
+            self._exact_end = _at_end(b"|".join(
+                b"(?:" + _beginnings([(re.escape(f[i:i + 1]), None) for i in range(len(f))]) + b")" for f in self.forms))
+            self._loose_end = _at_end(_beginnings(_loose_parts(key.lower())))
+            self._plain_window = max(max(map(len, self.forms)), len(self._lower))
+            self._window = max(self._plain_window, 6 * len(self._lower))  # every character a \\uXXXX escape
 
     def __bool__(self) -> bool:
         return bool(self.forms)
@@ -70,9 +107,53 @@ class Redactor:
         for form in self.forms:
             if form in data:
                 data = data.replace(form, REDACTED)
-        if self._loose is not None and (self._lower in data.lower() or _ASCII_ESCAPE.search(data)):
+        if self._loose is not None and (self._lower in data.lower() or _ASCII_ESCAPE.search(data) or b"\\/" in data):
             data = self._loose.sub(REDACTED, data)
         return data
+
+    def split(self, data: bytes) -> int:
+        """Where to cut a text that goes on in the next piece: before it, nothing can become part of a form that
+        more text completes (what comes after is kept back, unscrubbed, and scrubbed with the next piece); no
+        form in `data` runs across the cut. len(data) when nothing needs keeping."""
+        cut = len(data) - self.hold(data)
+        while cut < len(data):
+            across = self._across(data, cut)
+            if across == cut:
+                break
+            cut = across
+        return cut
+
+    def _across(self, data: bytes, cut: int) -> int:
+        """The start of the leftmost form that begins before `cut` and ends after it, else `cut`."""
+        start = cut
+        for form in self.forms:
+            at = data.find(form, max(0, cut - len(form) + 1))
+            if -1 < at < cut:
+                start = min(start, at)
+        if self._loose is not None:
+            for found in self._loose.finditer(data, max(0, cut - self._window)):
+                if found.start() >= cut:
+                    break
+                if found.end() > cut:
+                    start = min(start, found.start())
+                    break
+        return start
+
+    def hold(self, data: bytes) -> int:
+        """How many bytes at the end of `data` could be the beginning of a form (a whole one too, when a longer
+        form may begin with it): to be kept back until more text shows (0: nothing). A few microseconds for a
+        delta's text."""
+        if self._exact_end is None or not data:
+            return 0
+        window = data[-self._window:]
+        if b"\\" not in window:  # no escape: no form is longer than its plain spelling
+            window = window[-self._plain_window:]
+        held = 0
+        for pattern, text in ((self._exact_end, window), (self._loose_end, window.lower())):
+            found = pattern.search(text)  # type: ignore[union-attr]
+            if found:
+                held = max(held, len(window) - found.start())
+        return held
 
     def found_in(self, text: str) -> bool:
         data = text.encode(errors="replace")

@@ -289,6 +289,7 @@ class Gateway(CallerAuth, AnswerPassing, AdminRoutes):
 
     def _rebuilt(self, protocol, wire, data, wants_stream, reg, request, forms):
         """A one-piece Chat Completions answer, told to the harness in the protocol and mode it asked for."""
+        data = forms.scrub(data)  # before its text is cut into stream events: a key must not be cut in two
         try:
             obj = json.loads(data)
             message = obj["choices"][0]["message"]

@@ -7,7 +7,8 @@
 Shared: only the network namespace (`network_mode=container:<agent>`), so `localhost:91xx` works as the
 released tasks expect. Not shared: files (own image; fixtures copied into the sidecar only), processes
 (own PID namespace: the agent sees no service process, so it cannot kill one or find it by port), users.
-The audit is copied out through the Docker API, not a host bind mount, so a remote daemon works too.
+The audit is copied out through the Docker API, not a host bind mount, so a remote daemon works too, and
+streamed to disk as it comes (it can be tens of MiB: auditview's limits).
 Start the sidecar before the agent's first process: then the ports are the services' before anything of
 the agent could bind them.
 """
@@ -15,14 +16,16 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import docker.errors
 
-from pytest_clawswe.engine.docker_workspace import LABEL_ROLE, InfraError, owner_label
+from pytest_clawswe.engine.docker_workspace import LABEL_ROLE, ChunkReader, InfraError, owner_label
 from pytest_clawswe.wildclaw.services.sidecar_image import ensure_image
 from pytest_clawswe.wildclaw.services.svc import PORTS
 
@@ -76,6 +79,11 @@ def check_config(config: dict | None, fixtures_dir: Path) -> dict:
     budget = config.get("search_budget")
     if budget is not None and (not isinstance(budget, int) or budget < 0):
         raise ValueError(f"search_budget must be a whole number of queries, not {budget!r}")
+    calls, mb = config.get("audit_max_calls"), config.get("audit_max_mb")
+    if calls is not None and (isinstance(calls, bool) or not isinstance(calls, int) or calls < 1):
+        raise ValueError(f"audit_max_calls must be a whole number of calls above 0, not {calls!r}")
+    if mb is not None and (isinstance(mb, bool) or not isinstance(mb, (int, float)) or not 0 < mb <= 1024):
+        raise ValueError(f"audit_max_mb must be a number of MiB above 0 and at most 1024, not {mb!r}")
     return {**config, "services": list(services), "host": "127.0.0.1"}
 
 
@@ -155,17 +163,24 @@ def _wait_healthy(container, ports: dict[str, int], timeout: float) -> None:
 
 
 def copy_audit(sidecar: Sidecar) -> Path:
-    """Copy the audit logs (one JSONL per service, meta.json) out into sidecar.audit_dir; may run mid-task."""
+    """Copy the audit logs (one JSONL per service, meta.json, limits.json) out into sidecar.audit_dir, streamed
+    from the engine to disk a chunk at a time; may run mid-task."""
     try:
         stream, _ = sidecar.container.get_archive("/srv/audit")
     except (docker.errors.DockerException, OSError) as exc:
         raise InfraError(f"could not copy the audit out of the services sidecar: {exc}") from exc
     sidecar.audit_dir.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-        for member in tar.getmembers():
-            parts = PurePosixPath(member.name).parts[1:]  # drop the leading audit/
-            if member.isfile() and len(parts) == 1:
-                (sidecar.audit_dir / parts[0]).write_bytes(tar.extractfile(member).read())
+    try:
+        with tarfile.open(fileobj=ChunkReader(stream, None), mode="r|") as tar:  # a stream: nothing held whole
+            for member in tar:
+                parts = PurePosixPath(member.name).parts[1:]  # drop the leading audit/
+                if member.isfile() and len(parts) == 1 and not parts[0].startswith("."):
+                    with open(sidecar.audit_dir / parts[0], "wb") as out:
+                        shutil.copyfileobj(tar.extractfile(member), out, 2**20)
+    except (tarfile.TarError, docker.errors.DockerException, OSError) as exc:
+        raise InfraError(f"the audit's copy out of the services sidecar broke off: {exc}") from exc
+    finally:
+        stream.close()
     return sidecar.audit_dir
 
 
@@ -200,16 +215,34 @@ def _remove(container) -> None:
 REPLAY_ROOT = "/opt/clawswe-replay"
 
 
+def _readable(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    member.uid = member.gid = 0
+    member.uname = member.gname = "root"
+    member.mode = 0o644
+    return member
+
+
 def start_replay(workspace, audit_dir: str | Path, python: str = "python3", timeout: float = 30.0) -> None:
     """Serve `GET /<service>/audit` from a saved audit folder inside a grader container (a Workspace),
     at the same localhost ports, so the released graders read it unchanged. Needs only python3 there."""
     from pytest_clawswe.wildclaw.services import SVC_DIR
 
-    for name in ("__init__.py", "auditview.py", "replay.py"):
-        workspace.write_file(f"{REPLAY_ROOT}/svc/{name}", (SVC_DIR / name).read_bytes())
-    for path in sorted(Path(audit_dir).iterdir()):
-        if path.is_file():
-            workspace.write_file(f"{REPLAY_ROOT}/audit/{path.name}", path.read_bytes())
+    # one tar, spooled to disk and streamed to the engine: the audit is never held whole in memory here
+    with tempfile.TemporaryFile(prefix="clawswe-replay-") as spool:
+        with tarfile.open(fileobj=spool, mode="w") as tar:
+            for folder in ("svc", "audit"):
+                info = tarfile.TarInfo(folder)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+                tar.addfile(info)
+            for name in ("__init__.py", "auditview.py", "replay.py"):
+                tar.add(str(SVC_DIR / name), arcname=f"svc/{name}", recursive=False, filter=_readable)
+            for path in sorted(Path(audit_dir).iterdir()):
+                if path.is_file() and not path.is_symlink():
+                    tar.add(str(path), arcname=f"audit/{path.name}", recursive=False, filter=_readable)
+        spool.seek(0)
+        workspace.exec(["mkdir", "-p", REPLAY_ROOT], check=True)
+        if not workspace.container.put_archive(REPLAY_ROOT, spool):
+            raise InfraError("could not copy the audit into the grader container")
     api = workspace.client.api
     # the image's Python, isolated (-I -S): nothing the agent left in the grader's container (a user site, a
     # usercustomize) runs in the server the graders trust; only our folder is added to its path

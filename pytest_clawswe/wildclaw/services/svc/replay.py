@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from . import PORTS
-from .auditview import log_path, read_log, view
+from .auditview import log_path, read_audit, read_limits, view
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -49,7 +49,12 @@ def audit_views(audit_dir: str | Path) -> dict[str, dict]:
     meta_path = audit_dir / "meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     names = meta.get("services") or sorted(p.stem for p in audit_dir.glob("*.jsonl"))
-    return {n: view(n, read_log(log_path(audit_dir, n)), (meta.get("extra") or {}).get(n)) for n in names}
+    limits = read_limits(audit_dir)
+    views = {}
+    for name in names:
+        records, unreadable = read_audit(log_path(audit_dir, name))
+        views[name] = view(name, records, (meta.get("extra") or {}).get(name), limits=limits, unreadable=unreadable)
+    return views
 
 
 def start(audit_dir: str | Path, host: str = "127.0.0.1", ports: dict | None = None) -> list[ThreadingHTTPServer]:

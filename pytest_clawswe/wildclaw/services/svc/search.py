@@ -25,7 +25,8 @@ def load_corpus(folder: Path) -> list[dict]:
     docs = []
     jsonl = folder / "corpus.jsonl"
     if jsonl.is_file():
-        for n, line in enumerate(jsonl.read_text(encoding="utf-8").splitlines()):
+        # split at "\n" only: a document may hold U+2028 and the like, which splitlines() would break at
+        for n, line in enumerate(jsonl.read_text(encoding="utf-8").split("\n")):
             if line.strip():
                 doc = json.loads(line)
                 doc.setdefault("doc_id", f"doc{n + 1:03d}")

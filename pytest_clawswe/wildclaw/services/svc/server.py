@@ -4,7 +4,9 @@
 
 config.json (the task's service config): {"services": [...], "error_rate": 0.0, "error_seed": 0,
 "search_budget": null, "host": "127.0.0.1", "ports": {...}}. Fixtures: DIR/<service>.json|yaml|yml,
-the search corpus in DIR/search/. The audit goes to DIR/<service>.jsonl (see auditview)."""
+the search corpus in DIR/search/, and optionally "audit_max_calls" and "audit_max_mb" (the task's audit limits,
+auditview.MAX_CALLS and MAX_MB by default). The audit goes to DIR/<service>.jsonl and DIR/limits.json
+(see auditview)."""
 from __future__ import annotations
 
 import argparse
@@ -19,11 +21,12 @@ import yaml
 from aiohttp import web
 
 from . import PORTS
-from .auditview import AuditLog, log_path, view
+from .auditview import MAX_CALLS, MAX_MB, AuditBudget, AuditLog, log_path, view
 from .faults import FaultPlan
 from .services import ApiError, Calendar, Contacts, Gmail, Slack
 
 SERVICE_CLASSES = {"gmail": Gmail, "calendar": Calendar, "contacts": Contacts, "slack": Slack}
+MAX_BODY = 4 * 2**20  # per call
 # A fixture that is a bare list (as a released task's inbox.json may be) is this service's main list.
 MAIN_LIST = {"gmail": "messages", "slack": "messages", "calendar": "events", "contacts": "contacts"}
 
@@ -41,10 +44,12 @@ def load_fixture(folder: Path, name: str) -> dict | None:
 
 
 class Runtime:
-    """One service: its state, audit log, fault plan, and a lock that puts its calls in one order."""
+    """One service: its state, audit log, fault plan, and a lock that puts its calls in one order; the budget
+    is the task's, shared by its services."""
 
-    def __init__(self, service, log: AuditLog, faults: FaultPlan, extra: dict | None = None):
+    def __init__(self, service, log: AuditLog, faults: FaultPlan, budget: AuditBudget, extra: dict | None = None):
         self.service, self.log, self.faults, self.extra = service, log, faults, extra or {}
+        self.budget = budget
         self.lock = asyncio.Lock()
         self.seq = 0
 
@@ -58,6 +63,8 @@ def build_runtimes(config: dict, fixtures: Path, audit_dir: Path) -> dict[str, R
     wanted = config.get("services") or [n for n in SERVICE_CLASSES if load_fixture(fixtures, n) is not None] + (
         ["search"] if (fixtures / "search").is_dir() else [])
     rate, seed = float(config.get("error_rate") or 0.0), config.get("error_seed", 0)
+    audit_dir.mkdir(parents=True, exist_ok=True)
+    limits = AuditBudget(audit_dir, config.get("audit_max_calls") or MAX_CALLS, config.get("audit_max_mb") or MAX_MB)
     runtimes = {}
     for name in wanted:
         extra = {}
@@ -71,7 +78,8 @@ def build_runtimes(config: dict, fixtures: Path, audit_dir: Path) -> dict[str, R
             service = SERVICE_CLASSES[name](load_fixture(fixtures, name) or {})
         else:
             raise ValueError(f"unknown service {name!r}; known: {', '.join([*SERVICE_CLASSES, 'search'])}")
-        runtimes[name] = Runtime(service, AuditLog(log_path(audit_dir, name)), FaultPlan(rate, seed, name), extra)
+        runtimes[name] = Runtime(service, AuditLog(log_path(audit_dir, name)), FaultPlan(rate, seed, name), limits,
+                                 extra)
     (audit_dir / "meta.json").write_text(json.dumps(
         {"services": list(runtimes), "error_rate": rate, "error_seed": seed,
          "extra": {n: rt.extra for n, rt in runtimes.items()}}, indent=1))
@@ -89,14 +97,34 @@ def make_app(rt: Runtime) -> web.Application:
         return web.json_response({"status": "ok", "service": rt.name})
 
     async def audit(request):
-        return web.json_response(view(rt.name, rt.log.records, rt.extra))
+        return web.json_response(view(rt.name, rt.log.records, rt.extra, limits=rt.budget.state()))
+
+    def refuse(endpoint: str, used_up: str, size: int) -> web.Response:
+        what = (f"{rt.budget.max_calls} calls" if used_up == "calls"
+                else f"{rt.budget.max_bytes / 2**20:g} MiB of calls")
+        error = (f"this task's services take at most {what}, and they were made; this call was refused and "
+                 f"recorded: finish with what you have")
+        if rt.budget.refuse():
+            rt.log.append({"seq": rt.seq, "time": _now(), "service": rt.name, "method": "POST",
+                           "endpoint": endpoint[:200], "status": 429, "refused": used_up, "request_bytes": size})
+        return web.json_response({"error": error}, status=429)
 
     async def call(request: web.Request):
         endpoint = request.path
         async with rt.lock:  # one call at a time per service: the audit order is the fault order
             rt.seq += 1
+            used_up = rt.budget.take()
+            if used_up:  # before the fault draw and the handler: the service's state stays as audited
+                return refuse(endpoint, used_up, request.content_length or 0)
             fault = rt.faults.next()
-            raw = await request.read()
+            try:
+                raw = await request.read()
+            except web.HTTPRequestEntityTooLarge:  # over MAX_BODY: refused, and in the audit as such
+                rt.log.append({"seq": rt.seq, "time": _now(), "service": rt.name, "method": "POST",
+                               "endpoint": endpoint[:200], "status": 413, "refused": "size",
+                               "request_bytes": request.content_length})
+                return web.json_response({"error": f"a call's body may hold at most {MAX_BODY >> 20} MiB"},
+                                         status=413)
             headers, effects = {}, {}
             try:
                 body = json.loads(raw or b"{}")
@@ -121,13 +149,13 @@ def make_app(rt: Runtime) -> web.Application:
                     status, response, effects = exc.status, {"error": str(exc)}, exc.effects
                 except (ValueError, TypeError, KeyError) as exc:
                     status, response = 400, {"error": f"bad request: {exc}"}
-            rt.log.append({"seq": rt.seq, "time": _now(), "service": rt.name, "method": "POST",
-                           "endpoint": endpoint, "request": body, "response": response, "status": status,
-                           "fault": fault.kind if fault else None, "delay": fault.delay if fault else 0.0,
-                           "effects": {k: v for k, v in effects.items() if v}})
+            rt.budget.wrote(rt.log.append({
+                "seq": rt.seq, "time": _now(), "service": rt.name, "method": "POST", "endpoint": endpoint,
+                "request": body, "response": response, "status": status, "fault": fault.kind if fault else None,
+                "delay": fault.delay if fault else 0.0, "effects": {k: v for k, v in effects.items() if v}}))
         return web.json_response(response, status=status, headers=headers)
 
-    app = web.Application(client_max_size=4 * 2**20)
+    app = web.Application(client_max_size=MAX_BODY)
     app.router.add_get("/health", health)
     app.router.add_get(f"/{rt.name}/health", health)
     app.router.add_get(f"/{rt.name}/audit", audit)
