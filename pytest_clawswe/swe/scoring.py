@@ -41,8 +41,8 @@ class _Containers:
     """docker's containers collection, with our settings added to every container swebench creates; a container
     made ahead (EvalContainer) is handed out for the create of its name."""
 
-    def __init__(self, containers, extra: dict, ready=None):
-        self._containers, self._extra, self._ready = containers, extra, ready
+    def __init__(self, containers, extra: dict, ready=None, framed: bool = True):
+        self._containers, self._extra, self._ready, self._framed = containers, extra, ready, framed
         self.made: FramedEval | None = None  # the evaluation's container, its test output framed (eval_output.py)
 
     def get(self, name, *args, **kwargs):
@@ -52,14 +52,16 @@ class _Containers:
 
     def create(self, *args, **kwargs):
         if self._ready is not None:  # run_instance creates one container: this one (whatever name it got)
-            ready, self._ready = self._ready, None
-            self.made = FramedEval(ready)
-            return self.made
-        kwargs["labels"] = {**(kwargs.get("labels") or {}), **self._extra["labels"]}
-        for key, value in self._extra.items():
-            if key != "labels":
-                kwargs.setdefault(key, value)
-        self.made = FramedEval(self._containers.create(*args, **kwargs))
+            container, self._ready = self._ready, None
+        else:
+            kwargs["labels"] = {**(kwargs.get("labels") or {}), **self._extra["labels"]}
+            for key, value in self._extra.items():
+                if key != "labels":
+                    kwargs.setdefault(key, value)
+            container = self._containers.create(*args, **kwargs)
+        if not self._framed:  # made ahead: framed when the evaluation takes it
+            return container
+        self.made = FramedEval(container)
         return self.made
 
     def __getattr__(self, name):
@@ -67,9 +69,9 @@ class _Containers:
 
 
 class _EvalClient:
-    def __init__(self, client, extra: dict, ready=None):
+    def __init__(self, client, extra: dict, ready=None, framed: bool = True):
         self._client = client
-        self.containers = _Containers(client.containers, extra, ready)
+        self.containers = _Containers(client.containers, extra, ready, framed)
 
     def __getattr__(self, name):
         return getattr(self._client, name)
@@ -129,7 +131,8 @@ class EvalContainer:
         logger = logging.getLogger("clawswe.eval-ahead")
         try:
             spec = make_test_spec(self.row)
-            container = swe_run.create_container(spec, _EvalClient(self.client, self.extra), self.run_id, logger)
+            container = swe_run.create_container(spec, _EvalClient(self.client, self.extra, framed=False), self.run_id,
+                                                 logger)
             container.start()
             from pytest_clawswe.swe.eval_staging import MadeAhead
 
