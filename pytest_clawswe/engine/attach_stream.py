@@ -9,7 +9,10 @@ thread descheduled for some tens of milliseconds: a busy machine, the GIL), thos
 that buffer along with the headers. docker-py then reads the frames from the raw socket beneath the buffer
 (`response.raw._fp.fp.raw`) and never sees them: the answer comes back without its first frames, whole
 frames at a time, the rest intact. Reproduced on a real engine by holding back the reading of the headers
-until the first frame is there (tests/late_reader.py): `echo FIRST; sleep 1; echo SECOND` gives `SECOND`.
+until the first frame is there (tests/late_reader.py): `echo FIRST; sleep 1; echo SECOND` gives `SECOND`; and
+without help, under load (benchmarks/bench_exec_stream.py). Known upstream: docker/docker-py#3332 (open), and #425
+(2014) for the same raw-socket reading. The engine's side: moby's postContainerExecStart writes the 101 answer,
+then calls ContainerExecStart.
 Every exec's output went through that path: the workspace's (both ways), swebench's `exec_run` and its
 evaluation's test output.
 
