@@ -14,11 +14,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
+from pytest_clawswe.engine.reread import READS, Cut, read_whole
 from pytest_clawswe.engine.workspace import MAX_EXEC_OUTPUT, BaseWorkspace, ExecResult
-from pytest_clawswe.errors import InfraError
-
-READS = 2  # one more reading after a cut answer; a second cut says the engine, not chance, is at fault
-
 
 @dataclass(frozen=True)
 class Frame:
@@ -56,15 +53,17 @@ def read_framed(ws: BaseWorkspace, shell: list[str], script: str, *, what: str, 
     its whole answer: stdout is what it printed (stderr included, in order) and stderr is empty. An answer that
     timed out or passed `max_output` (only its tail kept) is returned as it came, for the caller to say what
     that means. `what` names the reading in the error ("reading the patch from /testbed")."""
-    result = None
-    for _ in range(reads):
+
+    def read_once() -> ExecResult:
         frame = Frame.new()
         result = ws.exec([*shell, frame.around(script), *args], env=env, timeout=timeout, max_output=max_output)
         if result.timed_out or result.truncated:
             return result
-        inside = frame.inside(result.stdout + result.stderr)
-        if inside is not None:
-            return ExecResult(result.exit_code, inside, result.seconds)
-    assert result is not None
-    raise InfraError(f"{what}: the engine's answer came back cut (without its first or last line) {reads} times "
-                     f"({len(result.output)} bytes, exit {result.exit_code}, the last); the item is retried")
+        answer = result.stdout + result.stderr
+        inside = frame.inside(answer)
+        if inside is None:
+            lost = "its first line" if not answer.startswith(frame.begin) else "its last line"
+            raise Cut(f"without {lost}: {len(answer)} bytes, exit {result.exit_code}")
+        return ExecResult(result.exit_code, inside, result.seconds)
+
+    return read_whole(read_once, f"the engine's answer to {what}", reads)
