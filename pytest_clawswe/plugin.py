@@ -91,6 +91,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(g)
 
 
+def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
+    """A run folder (it holds run.json) is never collected as tests: it holds swebench's test output and the
+    agents' files, which pytest's doctest plugin, or a test file an agent wrote, would take for the project's."""
+    if collection_path.is_dir() and (collection_path / "run.json").is_file():
+        return True
+    return None
+
+
 def pytest_load_initial_conftests(early_config: pytest.Config, parser, args: list[str]) -> None:
     """Benchmark mode runs DEFAULT_WORKERS xdist workers unless -n (or --dist) says otherwise."""
     import os

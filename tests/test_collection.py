@@ -47,3 +47,42 @@ def test_the_language_group_is_inferred_from_the_log_parser(pytester, tmp_path):
     r = pytester.runpytest_subprocess("--harness", "nop", "--dataset", str(path), "--collect-only", "-q",
                                       "--strict-markers", "-m", "go", "-p", "no:cacheprovider")
     assert [line for line in r.outlines if line.startswith("rows.json::")] == ["rows.json::clawswe__semver-go-41"]
+
+
+def _earlier_run(folder):
+    """A project folder where an earlier run left its reports: swebench's test output beside run.json."""
+    run = folder / "reports" / "oracle_demo_1"
+    test_output = run / "instances" / "clawswe__tinyjson-py-12" / "eval" / "test_output.txt"
+    test_output.parent.mkdir(parents=True)
+    (run / "run.json").write_text('{"run_id": "oracle_demo_1", "benchmark": "swe"}\n')
+    test_output.write_text("+ pytest tests\n>>>>> Start Test Output\n>>> x = 1\ntest_a PASSED\n"
+                           ">>>>> End Test Output\n")
+
+
+def test_claw_swe_benchs_options_list_its_items_with_no_harness(pytester, monkeypatch):
+    """Issue 32 §5: a newcomer lists the Lite set before choosing a harness; without --harness or --benchmark no
+    benchmark was on, pytest collected the folder, and the doctest plugin read an earlier run's test output."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _earlier_run(pytester.path)
+    r = pytester.runpytest_subprocess("--lite", "--collect-only", "-q", "--doctest-glob=*.txt", "-p",
+                                      "no:cacheprovider")
+    assert r.ret == 0, r.stdout.str()[-2000:]
+    assert len([line for line in r.outlines if line.startswith("claw-swe-bench::")]) == 80
+    r = pytester.runpytest_subprocess("--dataset", "demo", "-m", "go", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert r.ret == 0, r.stdout.str()[-2000:]
+    assert [line.split("::")[0] for line in r.outlines if "::" in line] == ["demo"]
+    for given in (["--instance-ids", "clawswe__semver-go-41"], ["-m", "go or rust"]):
+        r = pytester.runpytest_subprocess("--dataset", "demo", *given, "--collect-only", "-q", "-p",
+                                          "no:cacheprovider")
+        assert r.ret == 0 and any(line.startswith("demo::") for line in r.outlines), r.stdout.str()[-2000:]
+    # a run needs a harness: one sentence, nothing run
+    r = pytester.runpytest_subprocess("--lite", "-p", "no:cacheprovider")
+    assert r.ret == 4 and "--harness" in r.stderr.str(), r.stderr.str()
+
+
+def test_a_run_folder_is_never_collected_as_tests(pytester):
+    _earlier_run(pytester.path)
+    pytester.makepyfile(test_mine="def test_ok():\n    assert True\n")
+    r = pytester.runpytest_subprocess("--doctest-glob=*.txt", "-p", "no:cacheprovider")
+    assert r.ret == 0, r.stdout.str()[-2000:]
+    r.assert_outcomes(passed=1)

@@ -1,4 +1,7 @@
-"""The purge check's reading of its own script's output (pure logic: a workspace that answers with fixed text)."""
+"""The purge check's reading of its own script's output (pure logic: a workspace that answers with fixed text, in
+the frame of the call, engine/framed.py)."""
+import re
+
 import pytest
 
 from pytest_clawswe.engine.workspace import ExecResult
@@ -8,12 +11,18 @@ from pytest_clawswe.swe import prepare as prep
 BASE = "a" * 40
 
 
+def framed(argv: list[str], output: str) -> str:
+    """`output` as the framed script in argv prints it."""
+    nonce = re.search(r"clawswe-frame-begin ([0-9a-f]+)", argv[2]).group(1)
+    return f"clawswe-frame-begin {nonce}\n{output}clawswe-frame-end {nonce}\n"
+
+
 class _Answers:
     def __init__(self, output: str, exit_code: int = 0):
-        self.result = ExecResult(exit_code, output, 0.01)
+        self.output, self.exit_code = output, exit_code
 
-    def exec(self, *args, **kwargs):
-        return self.result
+    def exec(self, argv, **kwargs):
+        return ExecResult(self.exit_code, framed(argv, self.output), 0.01)
 
 
 def _output(commits=(BASE,), head=BASE) -> str:
@@ -33,21 +42,32 @@ def test_a_future_commit_is_named():
 @pytest.mark.parametrize("output", ["", "\n\n", BASE + "\n--- ancestry\n" + BASE + "\n"])
 def test_output_cut_short_is_a_retryable_infrastructure_error_not_a_crash(output):
     # seen under load: the check exited 0 with no output, and the item died of an IndexError
-    with pytest.raises(InfraError, match="purge check") as info:
-        prep.check_purged(_Answers(output), BASE)
-    assert info.value.retryable
+    class Unframed(_Answers):
+        def exec(self, argv, **kwargs):
+            return ExecResult(0, output, 0.01)
+
+    for ws in (_Answers(output), Unframed(output)):  # whole but short (never from the script), or cut
+        with pytest.raises(InfraError, match="purge check") as info:
+            prep.check_purged(ws, BASE)
+        assert info.value.retryable
+
+
+def test_a_warning_in_the_answer_is_not_an_object():
+    output = _output().replace("--- objects\n", "--- objects\nwarning: ignoring broken ref refs/x\n")
+    prep.check_purged(_Answers(output), BASE)
 
 
 class _CutOnce:
     """The engine's stream cut short once (seen in CI under load: 250 bytes, exit 0), then whole."""
 
     def __init__(self, whole: str):
-        self.answers = [ExecResult(0, whole[:len(whole) // 2], 0.01), ExecResult(0, whole, 0.01)]
+        self.whole = whole
         self.calls = 0
 
-    def exec(self, *args, **kwargs):
+    def exec(self, argv, **kwargs):
         self.calls += 1
-        return self.answers.pop(0)
+        answer = framed(argv, self.whole)
+        return ExecResult(0, answer[:len(answer) // 2] if self.calls == 1 else answer, 0.01)
 
 
 def test_an_answer_cut_once_is_read_again_not_retried_from_scratch():

@@ -21,13 +21,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from pytest_clawswe.errors import InfraError
+from pytest_clawswe.engine.reread import Cut, read_whole
 
 END_MARKER = 2 * tarfile.BLOCKSIZE  # what Go's archive/tar (the engine's) writes at the end, all zeros
 _TAIL = 64 * 1024  # bytes of the stream kept to check its end; a longer trailer is not an archive's end
 
 
-class ArchiveCut(Exception):
+class ArchiveCut(Cut):
     """The stream lost its beginning or its end (said which)."""
 
 
@@ -157,8 +157,8 @@ def copy_framed(open_stream, path: str, dest_dir: Path, max_bytes: int) -> CopyR
     name = PurePosixPath(path).name or "."
     target = dest_dir / name
     existed = target.exists()
-    why = ""
-    for _attempt in range(2):
+
+    def read_once() -> CopyReport | None:
         opened = open_stream()
         if opened is None or isinstance(opened, CopyReport):
             return opened  # missing, or answered without reading (a single file past the cap)
@@ -166,14 +166,14 @@ def copy_framed(open_stream, path: str, dest_dir: Path, max_bytes: int) -> CopyR
         dest_dir.mkdir(parents=True, exist_ok=True)
         try:
             return extract(chunks, name, dest_dir, max_bytes)
-        except ArchiveCut as exc:
-            why = str(exc)
+        except ArchiveCut:
             if not existed:
                 shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(missing_ok=True)
+            raise
         finally:
             close()
-    raise InfraError(f"the engine's archive of {path} came back cut twice ({why}); an infrastructure error, "
-                     "not a verdict: the item ends as an error and --resume runs it again")
+
+    return read_whole(read_once, f"the engine's archive of {path}")
 
 
 def _kind(member: tarfile.TarInfo) -> str:

@@ -9,6 +9,7 @@ import docker.errors
 import docker.tls
 import requests
 
+from pytest_clawswe.engine import attach_stream
 from pytest_clawswe.errors import InfraError
 
 
@@ -18,6 +19,25 @@ class _EngineAPI(docker.APIClient):
         # connection takes no proxy or CA from the environment
         self.trust_env = False
         return super()._retrieve_server_version()
+
+    def _read_from_socket(self, response, stream, tty=True, demux=False):
+        """An exec's (or attach's) output, read through the buffer its answer's headers were read through:
+        docker-py reads beneath it and loses what it holds, the output's beginning (engine/attach_stream.py)."""
+        from docker.utils.socket import consume_socket_output, demux_adaptor
+
+        reader = attach_stream.buffered_reader(response)
+        if reader is None:
+            return super()._read_from_socket(response, stream, tty=tty, demux=demux)
+        # as docker-py waits: without a time limit (the command may be silent for long)
+        self._disable_socket_timeout(self._get_raw_response_socket(response))
+        frames = attach_stream.frames(reader, tty)
+        chunks = (demux_adaptor(*frame) for frame in frames) if demux else (data for _, data in frames)
+        if stream:
+            return chunks
+        try:
+            return consume_socket_output(chunks, demux=demux)
+        finally:
+            response.close()
 
 
 def tls_config(tls_dir: str | os.PathLike) -> docker.tls.TLSConfig:
@@ -47,6 +67,17 @@ def _check_answers(base_url: str, timeout: float = 10) -> None:
         raise InfraError(f"{base_url} is not a usable address; give tcp://HOST:PORT", retryable=False) from None
 
 
+def _from_env() -> dict:
+    """The engine docker.from_env() would reach: DOCKER_HOST (and its TLS settings), else the current context."""
+    from docker.context import ContextAPI
+
+    params = docker.utils.kwargs_from_env()
+    if "base_url" not in params:
+        for key, value in ContextAPI.kwargs_from_context().items():
+            params.setdefault(key, value)
+    return params
+
+
 def docker_client(timeout: int = 600, base_url: str | None = None,
                   tls_dir: str | os.PathLike | None = None) -> docker.DockerClient:
     """A client whose engine answered a ping; `timeout`: seconds per API call.
@@ -54,12 +85,12 @@ def docker_client(timeout: int = 600, base_url: str | None = None,
     `base_url`: unix://, tcp:// (TLS with the certificates in `tls_dir`) or ssh:// (the ssh client, with the
     user's ssh config and keys); None: the environment's engine (DOCKER_HOST, the local socket)."""
     try:
+        client = docker.DockerClient.__new__(docker.DockerClient)  # DockerClient only holds its APIClient
         if base_url is None:
-            client = docker.from_env(timeout=timeout)
+            client.api = _EngineAPI(timeout=timeout, **_from_env())
         else:
             if base_url.startswith("tcp://"):
                 _check_answers(base_url)  # before the certificates: "nothing there" is the first thing to say
-            client = docker.DockerClient.__new__(docker.DockerClient)  # DockerClient only holds its APIClient
             tls = tls_config(tls_dir) if tls_dir and base_url.startswith("tcp://") else False
             client.api = _EngineAPI(base_url=base_url, tls=tls, timeout=timeout,
                                     use_ssh_client=base_url.startswith("ssh://"))

@@ -47,7 +47,7 @@ def ensure_image(build_client, clients: list, progress: Callable[[str], None] = 
 
     tag = image_tag()
     if not image_build._image_exists(build_client, tag):
-        with image_build._build_lock(tag):
+        with image_build._build_lock(tag, progress):
             if not image_build._image_exists(build_client, tag):
                 progress(f"building {tag} (once; later runs reuse it)")
                 files = {"Dockerfile": IMAGE_DIR / "Dockerfile"}

@@ -76,7 +76,7 @@ def build_bundle(
     want = lock_digest(recipe.lock(version))
     if not force and _lock_of(client, tag) == want:
         return tag
-    with _build_lock(tag):
+    with _build_lock(tag, progress):
         previous = _image_id(client, tag)
         if previous and not force:
             if _lock_of(client, tag) == want:
@@ -149,7 +149,7 @@ def build_runtime(runtime: str, client=None, progress: Callable[[str], None] = p
     tag = runtime_tag(runtime, runtimes)
     if _image_exists(client, tag):
         return tag
-    with _build_lock(tag):
+    with _build_lock(tag, progress):
         if _image_exists(client, tag):
             return tag
         _build_runtime(runtime, runtimes, tag, client, progress)

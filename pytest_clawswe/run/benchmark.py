@@ -178,6 +178,13 @@ def option_group(parser: pytest.Parser, benchmark: str, description: str):
     return group
 
 
+def given_options(config: pytest.Config, benchmark: str) -> list[str]:
+    """The flags of `benchmark`'s own option group given other than at their default."""
+    group = _GROUPS.get(benchmark)
+    return [option.names()[-1] for option in (group.options if group else [])
+            if config.getoption(option.dest, None) != option.attrs().get("default")]
+
+
 def check_options(config: pytest.Config, benchmark: Benchmark) -> None:
     """A UsageError, one sentence, for an option given that this run's benchmark does not read: another
     benchmark's (e.g. --instance-ids for WildClawBench) or one of every benchmark's it has no use for

@@ -80,18 +80,20 @@ class MadeAhead:
         return CONTAINER_USER == "root" and user in ("root", "0", "0:0")
 
     def _apply_then_diff(self):
-        mark = secrets.token_hex(16)
-        script = (f"{APPLY} 2>&1; a=$?; printf '%s' {mark}; d=-\n"
+        mark = secrets.token_hex(16)  # before, between and after: the answer is read only whole
+        script = (f"printf '%s' {mark}; {APPLY} 2>&1; a=$?; printf '%s' {mark}; d=-\n"
                   f"if [ $a -eq 0 ]; then {DIFF} 2>&1; d=$?; fi\n"
                   f"printf '%s%s %s' {mark} $a $d; exit $a")
         result = self._container.exec_run(["/bin/sh", "-c", script], workdir=CONTAINER_WORKDIR, user=CONTAINER_USER)
         parts = (result.output or b"").split(mark.encode())
-        if len(parts) != 3:  # cut short (the engine, a kill): what it printed is the apply's, and no diff is kept
-            return ExecResult(result.exit_code, parts[0])
-        codes = parts[2].decode(errors="replace").split()
+        if len(parts) != 4 or parts[0]:
+            # cut (the engine's stream, a kill): the exit code is the engine's and stands; what came is logged as
+            # the apply's output, and run_instance reads the diff itself
+            return ExecResult(result.exit_code, b"".join(parts))
+        codes = parts[3].decode(errors="replace").split()
         if len(codes) == 2 and codes[1] != "-":
-            self._diff = ExecResult(int(codes[1]), parts[1])
-        return ExecResult(result.exit_code, parts[0])
+            self._diff = ExecResult(int(codes[1]), parts[2])
+        return ExecResult(result.exit_code, parts[1])
 
     def __getattr__(self, name):
         return getattr(self._container, name)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -18,6 +17,7 @@ import docker
 import docker.errors
 
 from pytest_clawswe.engine.cache_level import PULLED_BASE_LABEL, missing_bases
+from pytest_clawswe.engine.image_build import BuildProgress
 from pytest_clawswe.errors import ClawsweError, InfraError, UserError
 from pytest_clawswe.labels import LABEL_CONTEXT_HASH as HASH_LABEL
 from pytest_clawswe.labels import LABEL_IMAGE_INSTANCE as INSTANCE_LABEL
@@ -103,16 +103,16 @@ def _build_one(client, instance: dict, prefix: str, force: bool, progress: Progr
             # the classic builder: no buildx needed; forcerm cleans intermediate containers
             stream = client.api.build(path=str(task_dir), tag=tag, labels=labels, rm=True,
                                       forcerm=True, nocache=force, pull=False, decode=True)
-            for chunk in stream:
-                text = chunk.get("stream") or chunk.get("status") or ""
-                if text:
-                    log.write(text if text.endswith("\n") else text + "\n")
-                    step = re.match(r"Step \d+/\d+ : .*", text.strip())
-                    if step:
-                        progress(f"{prefix} {step.group()[:100]}")
-                if "error" in chunk:
-                    last_error = chunk["error"].strip()
-                    log.write(f"ERROR: {last_error}\n")
+            with BuildProgress(prefix.rstrip(":"), progress) as steps:  # its steps, and a long one's time
+                for chunk in stream:
+                    text = chunk.get("stream") or chunk.get("status") or ""
+                    if text:
+                        log.write(text if text.endswith("\n") else text + "\n")
+                        for line in text.splitlines():
+                            steps.line(line)
+                    if "error" in chunk:
+                        last_error = chunk["error"].strip()
+                        log.write(f"ERROR: {last_error}\n")
         except (docker.errors.APIError, docker.errors.BuildError) as exc:
             last_error = str(exc)
             log.write(f"ERROR: {last_error}\n")

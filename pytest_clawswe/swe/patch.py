@@ -8,9 +8,11 @@ Both the raw and the cleaned patch are kept.
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 from dataclasses import dataclass
 
+from pytest_clawswe.engine.framed import read_framed
 from pytest_clawswe.engine.workspace import BaseWorkspace
 from pytest_clawswe.errors import InfraError
 
@@ -22,8 +24,8 @@ DROPPED_FILES = frozenset({
 MAX_FILE_MB = 50  # no source change is this big; larger new or changed files are left out of the patch
 MAX_DIFF_BYTES = 64 * 2**20  # the whole diff as read back to the host: past it, no patch
 NO_REPOSITORY = 42  # exit code of the collection script when /testbed/.git is gone
-BIG_FILES_END = "--- clawswe: end of big files"  # the script prints the big files' paths, this line, the diff
-DIFF_END = "--- clawswe: end of the diff"  # and this, last: an answer without it was cut on its way back
+# the script prints the big files' paths, this line with a nonce of the call (no file name can end the list), the diff
+BIG_FILES_END = "--- clawswe: end of big files"
 _SECTION = re.compile(r"^diff --git ", re.MULTILINE)
 _HEADER = re.compile(r'^diff --git (?:"?a/(.*?)"?) (?:"?b/(.*?)"?)$')
 
@@ -155,6 +157,7 @@ def collect_patch(ws: BaseWorkspace, base_commit: str, workdir: str = "/testbed"
 
         gitignore = ws.exec(["test", "-f", GITIGNORE_PATH]).exit_code == 0
     # A fresh index: the agent's own staging (or a broken index) does not matter.
+    listed_end = f"{BIG_FILES_END} {secrets.token_hex(8)}"
     body = f"""
 git read-tree {base_commit}
 # files too big to be a source change (an agent's dump, a disk filler) are left out before git reads them
@@ -163,24 +166,18 @@ find . -path ./.git -prune -o -type f -size +{MAX_FILE_MB}M -print | sed 's|^\\.
   printf ':(exclude,literal)%s\\n' "$f" >> "$G/spec"
   git check-ignore -q -- "$f" || printf '%s\\n' "$f"
 done
-echo '{BIG_FILES_END}'
+echo '{listed_end}'
 git add -A --pathspec-from-file="$G/spec"
 git diff --cached --numstat {base_commit} | awk -F'\\t' '$1=="-" && $2=="-" {{print $3}}' > "$G/binary"
 if [ -s "$G/binary" ]; then git reset -q {base_commit} --pathspec-from-file="$G/binary"; fi
 git diff --no-color --no-ext-diff --no-textconv --cached {base_commit}
-printf '%s' '{DIFF_END}'
 """
-    # The script reads the tree into an index of its own (the agent's tree and repository are not changed), so an
-    # answer the engine's stream cut short (seen under load for the purge check) is read once more; a cut diff
-    # would be graded as another patch, or as none.
-    for _ in range(2):
-        result = ws.exec(["bash", "-c", _safe_git_script(body)], env=_safe_git_env(workdir, base_commit, gitignore),
-                         max_output=MAX_DIFF_BYTES, timeout=timeout_s)
-        if result.exit_code != 0 or result.timed_out or result.truncated or result.stdout.endswith(DIFF_END):
-            break
-    else:
-        raise InfraError(f"reading the patch from {workdir} came back cut short twice ({len(result.stdout)} bytes "
-                         "the last); the item is retried from scratch")
+    # framed (engine/framed.py): the script reads the tree into an index of its own (the agent's tree and repository
+    # are not changed), so an answer the engine's stream cut is read once more; a cut diff would be graded as
+    # another patch, or as none
+    result = read_framed(ws, ["bash", "-c"], _safe_git_script(body), what=f"reading the patch from {workdir}",
+                         env=_safe_git_env(workdir, base_commit, gitignore), max_output=MAX_DIFF_BYTES,
+                         timeout=timeout_s)
     if result.timed_out:  # graded as what could be read safely: nothing
         return CollectedPatch("", "", [f"{workdir}: reading the patch did not end within its time limit of "
                                        f"{timeout_s:.0f} s; graded as an empty patch"], timed_out=True)
@@ -190,7 +187,9 @@ printf '%s' '{DIFF_END}'
         raise InfraError(f"collecting the patch from {workdir} failed: {result.output.strip()[-500:]}")
     if result.truncated:  # only the diff's tail was kept, and a diff cut anywhere is no patch
         return CollectedPatch("", "", [f"{workdir}: the diff is larger than {MAX_DIFF_BYTES >> 20} MiB, not read"])
-    listed, _, raw = result.stdout.removesuffix(DIFF_END).partition(BIG_FILES_END + "\n")
+    listed, found, raw = result.stdout.partition(listed_end + "\n")
+    if not found:  # a whole answer of a script that ended well always has it
+        raise InfraError(f"reading the patch from {workdir} printed no end of its big files' list")
     clean, dropped = clean_patch(raw)
     big = [f"{path}: larger than {MAX_FILE_MB} MiB, not read" for path in listed.splitlines() if path]
     return CollectedPatch(raw, clean, big + dropped)

@@ -12,12 +12,14 @@ later runs start from that image and only re-run the (fast) check.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 
 import docker
 import docker.errors
 
 from pytest_clawswe.engine.docker_workspace import LABEL_ROLE, InfraError, Workspace
+from pytest_clawswe.engine.framed import read_framed
 from pytest_clawswe.engine.workspace import BaseWorkspace
 from pytest_clawswe.labels import LABEL_PREPARED
 from pytest_clawswe.labels import LABEL_SOURCE_IMAGE as LABEL_SOURCE
@@ -108,20 +110,16 @@ echo "--- end"
 """
 
 
-def check_purged(ws: BaseWorkspace, base_commit: str, reads: int = 2) -> None:
+def check_purged(ws: BaseWorkspace, base_commit: str) -> None:
     """Raise InfraError unless base_commit's ancestors are the only commits in /testbed's object store."""
-    for _ in range(reads):
-        result = ws.exec(["sh", "-c", CHECK_SCRIPT, "sh", base_commit])
-        if result.exit_code != 0:
-            raise InfraError(f"cannot inspect /testbed at {base_commit}: {result.output.strip()[-500:]}")
-        sections = _sections(result.output)
-        if sections is not None:
-            break
-        # a cut answer (under load the engine's stream ended early twice: exit 0 and nothing, and 250 bytes) must
-        # not pass as clean; the check only reads, so it is read once more before the item is retried
-    else:
-        raise InfraError(f"the purge check of /testbed printed an incomplete answer {reads} times "
-                         f"({len(result.output)} bytes the last); the item is retried from scratch")
+    # framed (engine/framed.py): under load the engine's stream cut this answer (exit 0 and nothing; 250 bytes); the
+    # check only reads, so a cut answer is read once more before the item is retried
+    result = read_framed(ws, ["sh", "-c"], CHECK_SCRIPT, args=("sh", base_commit), what="the purge check of /testbed")
+    if result.exit_code != 0:
+        raise InfraError(f"cannot inspect /testbed at {base_commit}: {result.output.strip()[-500:]}")
+    sections = _sections(result.output)
+    if sections is None:  # a whole answer of the script, ended well, has every section
+        raise InfraError(f"the purge check of /testbed printed an incomplete answer ({len(result.output)} bytes)")
     base = sections["base"][-1]
     allowed = set(sections["ancestry"])
     commits = {o.split()[1] for o in sections["objects"] if o.startswith("commit ")}
@@ -137,15 +135,19 @@ def check_purged(ws: BaseWorkspace, base_commit: str, reads: int = 2) -> None:
         raise InfraError(f"/testbed HEAD is {sections['head']} instead of base commit {base}")
 
 
+_ANSWER_LINE = re.compile(r"((commit|tag) )?[0-9a-f]{40}([0-9a-f]{24})?")  # an object name, or a type and one
+
+
 def _sections(output: str) -> dict[str, list[str]] | None:
-    """The check's answer by section; None when it is not all there (all of it or nothing)."""
+    """The check's answer by section; None when it is not all there (all of it or nothing). Only object names (and
+    type and name) are read: a warning git printed (stderr is in the answer, in order) is not one."""
     sections: dict[str, list[str]] = {"base": []}
     current = "base"
     for line in output.splitlines():
         if line.startswith("--- "):
             current = line[4:]
             sections[current] = []
-        elif line.strip():
+        elif _ANSWER_LINE.fullmatch(line.strip()):
             sections[current].append(line.strip())
     if not sections["base"] or any(s not in sections for s in ("head", "ancestry", "objects", "refs", "end")):
         return None

@@ -24,6 +24,7 @@ from swebench.harness.utils import make_test_spec
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_ROLE
 from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.swe.eval_output import FramedEval
 from pytest_clawswe.swe.results import APPLY_FAILED, RESOLVED, UNRESOLVED
 
 
@@ -40,8 +41,9 @@ class _Containers:
     """docker's containers collection, with our settings added to every container swebench creates; a container
     made ahead (EvalContainer) is handed out for the create of its name."""
 
-    def __init__(self, containers, extra: dict, ready=None):
-        self._containers, self._extra, self._ready = containers, extra, ready
+    def __init__(self, containers, extra: dict, ready=None, framed: bool = True):
+        self._containers, self._extra, self._ready, self._framed = containers, extra, ready, framed
+        self.made: FramedEval | None = None  # the evaluation's container, its test output framed (eval_output.py)
 
     def get(self, name, *args, **kwargs):
         if self._ready is not None:  # swebench looks for a ghost of its container: the one made ahead is none
@@ -50,22 +52,26 @@ class _Containers:
 
     def create(self, *args, **kwargs):
         if self._ready is not None:  # run_instance creates one container: this one (whatever name it got)
-            ready, self._ready = self._ready, None
-            return ready
-        kwargs["labels"] = {**(kwargs.get("labels") or {}), **self._extra["labels"]}
-        for key, value in self._extra.items():
-            if key != "labels":
-                kwargs.setdefault(key, value)
-        return self._containers.create(*args, **kwargs)
+            container, self._ready = self._ready, None
+        else:
+            kwargs["labels"] = {**(kwargs.get("labels") or {}), **self._extra["labels"]}
+            for key, value in self._extra.items():
+                if key != "labels":
+                    kwargs.setdefault(key, value)
+            container = self._containers.create(*args, **kwargs)
+        if not self._framed:  # made ahead: framed when the evaluation takes it
+            return container
+        self.made = FramedEval(container)
+        return self.made
 
     def __getattr__(self, name):
         return getattr(self._containers, name)
 
 
 class _EvalClient:
-    def __init__(self, client, extra: dict, ready=None):
+    def __init__(self, client, extra: dict, ready=None, framed: bool = True):
         self._client = client
-        self.containers = _Containers(client.containers, extra, ready)
+        self.containers = _Containers(client.containers, extra, ready, framed)
 
     def __getattr__(self, name):
         return getattr(self._client, name)
@@ -125,7 +131,8 @@ class EvalContainer:
         logger = logging.getLogger("clawswe.eval-ahead")
         try:
             spec = make_test_spec(self.row)
-            container = swe_run.create_container(spec, _EvalClient(self.client, self.extra), self.run_id, logger)
+            container = swe_run.create_container(spec, _EvalClient(self.client, self.extra, framed=False), self.run_id,
+                                                 logger)
             container.start()
             from pytest_clawswe.swe.eval_staging import MadeAhead
 
@@ -198,6 +205,10 @@ def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_
                 shutil.move(str(item), eval_dir / item.name)
         shutil.rmtree(scratch, ignore_errors=True)
 
+    made = eval_client.containers.made
+    if made is not None and made.lost:  # whatever it says, it is not the whole test output
+        raise InfraError(f"the evaluation's test output of {iid} came back without its beginning (the engine's "
+                         f"stream cut it): not graded, the item is retried (see {eval_dir / LOG_TEST_OUTPUT})")
     log_text = _read(eval_dir / LOG_INSTANCE)
     if result is None:
         if APPLY_PATCH_FAIL in log_text:

@@ -69,13 +69,14 @@ def _exists(client, tag: str) -> bool:
 
 
 def _build(client, files: dict, tag: str, progress, buildargs: dict) -> None:
-    with image_build._build_lock(tag):  # one build per host at a time (xdist workers); the others reuse it
+    # one build per host at a time (xdist workers); the others say they wait, and reuse it
+    with image_build._build_lock(tag, progress):
         if _exists(client, tag):
             return
-        progress(f"building {tag} (once; later runs reuse it)")
+        progress(f"building {tag} (once; later runs reuse it; the task image takes minutes)")
         start = time.monotonic()
-        try:
-            image_build._docker_build(client, files, tag, buildargs, {LABEL: tag.split(":")[0]}, lambda _line: None)
+        try:  # its steps, and the time of a long one, as it goes (image_build.BuildProgress)
+            image_build._docker_build(client, files, tag, buildargs, {LABEL: tag.split(":")[0]}, progress)
         except (BundleBuildError, docker.errors.APIError) as exc:
             raise InfraError(f"could not build {tag}: {exc}", retryable=False) from None
         size = client.images.get(tag).attrs["Size"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pytest_clawswe.engine.framed import read_framed
 from pytest_clawswe.gateway.client import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.adapters._bundled import STATE_ROOT, BundledHarness, BundledOptions
@@ -68,7 +69,8 @@ class NanobotHarness(BundledHarness):
 
     def _session(self, ctx: AgentContext) -> tuple[dict, bool]:
         """(usage from the session's metadata line, whether its last reply is nanobot's model-error placeholder)"""
-        found = ctx.workspace.exec(f"cat {HOME}/sessions/*/*.jsonl 2>/dev/null")
+        found = read_framed(ctx.workspace, ["bash", "-c"], f"cat {HOME}/sessions/*/*.jsonl 2>/dev/null",
+                            what="reading nanobot's session files")
         total: dict[str, int] = {}
         last_reply = ""
         for line in found.stdout.splitlines():

@@ -20,6 +20,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
+from pytest_clawswe.engine.framed import read_framed
 from pytest_clawswe.gateway.client import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, HarnessError
 from pytest_clawswe.harness.adapters._bundled import BundledHarness, BundledOptions
@@ -103,7 +104,9 @@ class ZeroClawHarness(BundledHarness):
         return self.finish(result, stdout, stderr, self._usage(ctx))
 
     def _usage(self, ctx: AgentContext) -> dict:
-        found = ctx.workspace.exec(f"find {shlex.quote(self.agent_home)} -name costs.jsonl -exec cat {{}} +")
+        found = read_framed(ctx.workspace, ["bash", "-c"],
+                            f"find {shlex.quote(self.agent_home)} -name costs.jsonl -exec cat {{}} +",
+                            what="reading zeroclaw's costs.jsonl")
         usage: dict = {}
         for line in found.stdout.splitlines():
             try:

@@ -34,9 +34,10 @@ def ensure_image(client, progress: Callable[[str], None] = lambda line: None) ->
     tag = image_tag()
     if image_build._image_exists(client, tag):
         return tag
-    with image_build._build_lock(tag):
+    with image_build._build_lock(tag, progress):
         if image_build._image_exists(client, tag):
             return tag
+        progress(f"building {tag} (once; later runs reuse it)")
         files = {**_sources(), "ca.pem": image_build._host_ca_bundle()}
         args = {"PIP_PACKAGES": " ".join(PIP_PACKAGES), **image_build._mirror_args()}
         image_build._docker_build(client, files, tag, args, {IMAGE_LABEL: tag.split(":")[1]}, progress)
