@@ -109,19 +109,21 @@ def agent(docker_client, run_labels):
 
 def grade(docker_client, image, run_labels, audit_dir: Path) -> dict:
     """The task's own grade() in a fresh container, reading the audit from the replay, as the runner does."""
-    from pytest_clawswe.wildclaw.grader import GRADE_MAIN
+    from pytest_clawswe.wildclaw.grade_main import CLEAN_PATH, GRADER_ENV
+    from pytest_clawswe.wildclaw.grader import GRADE_MAIN, read_frame
 
     task = parse_task(TASK)
-    ws = Workspace(docker_client, image, labels=run_labels).start()
+    ws = Workspace(docker_client, image, labels=run_labels,
+                   environment={"PATH": CLEAN_PATH, "HOME": "/root", GRADER_ENV: "1"}).start()
     try:
         start_replay(ws, audit_dir)
         ws.write_file("/tmp_workspace/gt/expected.json", (WORKSPACE / "gt" / "expected.json").read_bytes())
         ws.write_file("/clawswe/checks.py", task.grader_code)
         ws.write_file("/clawswe/grade_main.py", GRADE_MAIN.read_bytes())
         ws.write_file("/clawswe/session.jsonl", b"")
-        done = ws.exec(["python3", "/clawswe/grade_main.py", "/clawswe/checks.py", "/clawswe/session.jsonl",
-                        "/clawswe/out.json"])
-        out = json.loads(ws.read_file("/clawswe/out.json") or b"{}")
+        done = ws.exec(["python3", "-I", "-S", "/clawswe/grade_main.py", "/clawswe/checks.py",
+                        "/clawswe/session.jsonl"], workdir="/tmp_workspace")
+        out = read_frame(done.output) or {}
         assert out.get("ok"), (done.output, out)
         return out["result"]
     finally:
