@@ -37,6 +37,11 @@ class WildClawBench(Benchmark):
                                     "an agent harness (openclaw, claude-code, codex, hermes) with "
                                     "--model scripted/gold for a check without a key")
         self.options = options(config)  # before anything is written
+        from pytest_clawswe.gateway.recorder import enabled
+
+        if not config.option.collectonly and not enabled():
+            raise pytest.UsageError("WildClawBench grades each task's transcript from the gateway's record of the "
+                                    "model calls, so it cannot run with CLAWSWE_RECORD_CALLS=0; unset it")
         if self.options.task_image and not config.getoption("collectonly"):
             from pytest_clawswe.engine.client import docker_client
             from pytest_clawswe.errors import InfraError
@@ -204,12 +209,6 @@ class WildClawBench(Benchmark):
 
     def warning_lines(self, run_dir) -> list[str]:
         return [f"ABLATION {line}; not comparable to the paper" for line in self.options.ablations()]
-
-    def start_run(self, run_dir) -> None:
-        from pytest_clawswe.gateway.conversation import DIR_NAME
-
-        if (Path(run_dir) / "gateway").is_dir():  # the gateway keeps each conversation: the graders' transcript
-            (Path(run_dir) / "gateway" / DIR_NAME).mkdir(parents=True, exist_ok=True)
 
     def rebuild(self, run_dir):
         return outputs.rebuild(run_dir)
