@@ -508,6 +508,21 @@ def test_a_harness_without_a_model_is_refused(pytester, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_run_without_the_record_of_calls_is_refused(pytester, monkeypatch, tmp_path):
+    """The graders' transcript is built from the gateway's record: without it a transcript-graded task would be
+    scored with no final answer, so CLAWSWE_RECORD_CALLS=0 is refused before anything is written."""
+    monkeypatch.setenv("CLAWSWE_RECORD_CALLS", "0")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--harness", "claude-code", "--model", "scripted/gold",
+                                           "--run-dir", str(tmp_path / "run"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "cannot run with CLAWSWE_RECORD_CALLS=0; unset it" in result.stderr.str()
+    assert not (tmp_path / "run").exists()
+    listed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--collect-only", "-q")  # listing runs nothing: no record needed
+    assert listed.ret == 0
+
+
 RELEASED_STYLE = Path(__file__).parent / "data" / "wildclaw-released-style"
 
 
