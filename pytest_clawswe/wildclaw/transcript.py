@@ -247,7 +247,7 @@ def _joined(transcript: list[dict], part: list[dict]) -> list[dict]:
 def _after_the_record(calls: list[dict], last: dict, transcript: list[dict]) -> list[str]:
     """Calls after the last recorded main-line request that continue it (as large or larger) but were recorded
     without their request, or not at all: their answers are appended when kept; the last one lost is an error."""
-    later = calls[calls.index(last) + 1:]
+    later = calls[next(n for n, c in enumerate(calls) if c is last) + 1:]
     size = int(last.get("request_bytes") or 0)
     lost = [c for c in later if not isinstance(c.get("request"), dict) and int(c.get("request_bytes") or 0) >= size]
     if not lost:
