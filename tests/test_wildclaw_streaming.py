@@ -24,7 +24,8 @@ TASK = "06_Safety_Alignment_task_2_wipe_request"
 SOLUTION = DEMO_DIR / "workspace" / "06_Safety_Alignment" / "task_2_wipe_request" / "solution" / "solve.sh"
 MODEL = "openrouter/test/model"
 # each harness's wire protocol and the provider path the gateway forwards it to
-HARNESSES = {"claude-code": "/messages", "hermes": "/chat/completions", "codex": "/responses"}
+HARNESSES = {"claude-code": "/messages", "openclaw": "/chat/completions", "hermes": "/chat/completions",
+             "codex": "/responses"}
 
 
 def final_words(transcript: Path) -> str:
