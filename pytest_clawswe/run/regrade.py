@@ -10,7 +10,6 @@ is RUN's, read from its run.json: a regrade takes only the options that change g
 """
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -212,6 +211,15 @@ def copy_records(source_run: Path, run_dir: Path, ids: list[str]) -> None:
                 shutil.copy2(path, target)
 
 
+def keep_total(result, before: dict) -> None:
+    """The item's timings["total"] stays the run's (how long its agent's item took, as reports read it); the regrade's
+    own time goes into its `regrade` record (call once the item ended: ItemRunner.before_commit)."""
+    total = (before.get("timings") or {}).get("total")
+    if total is not None and "total" in result.timings:
+        result.regrade["seconds"] = result.timings["total"]
+        result.timings["total"] = total
+
+
 def earlier(result: dict) -> dict:
     """What an item's result says in RUN, for the regraded result's `regrade` record."""
     return {k: result.get(k) for k in ("run_id", "outcome", "error", "started_at") if k in result}
@@ -221,5 +229,20 @@ def terminal_line(src: Source, benchmark) -> str:
     return f"regrade of {src.path} (run {src.run_id}): {benchmark.regrade_summary()}"
 
 
-def dump(info: dict) -> str:
-    return json.dumps(info, indent=2) + "\n"
+# -- in reports ------------------------------------------------------------------------------------------------
+def note(info: dict) -> str:
+    """What a run.json says of a regrade, for a report ("" for a run with agents)."""
+    record = info.get("regrade") or {}
+    if not record:
+        return ""
+    how = [f"{k.replace('_', ' ')} {v}" for k, v in record.items() if k not in ("of", "run_id") and v is not None]
+    return f"REGRADE of run {record.get('run_id')}" + (f" ({', '.join(how)})" if how else "")
+
+
+def beside_its_run(info: dict, run_ids: set[str]) -> bool:
+    """Whether a run is a regrade of another run in the same report: it is the same agents' work graded again, so it
+    is shown as a configuration of its own, never pooled with that run as a repeat."""
+    return bool((info.get("regrade") or {}).get("run_id") in run_ids)
+
+
+REGRADE_LABEL = " (regrade)"  # added to a regrade's harness where it is beside its run (beside_its_run)

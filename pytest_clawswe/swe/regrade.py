@@ -83,14 +83,23 @@ class InstanceRegrader(InstanceRunner):
     def __init__(self, config, client, src: regrade.Source, progress=print):
         super().__init__(config, None, client, progress)
         self.source = src
+        self._before: dict = {}  # the item's metadata.json in RUN
 
     def join_run_gateway(self, engine: str = "") -> None:
         """A Claw-SWE-Bench regrade calls no model: no gateway."""
 
+    def new_result(self, instance: Instance) -> InstanceResult:
+        self._before = {}  # until this item's is read
+        return super().new_result(instance)
+
+    def before_commit(self, instance: Instance, result: InstanceResult, carried) -> None:
+        super().before_commit(instance, result, carried)
+        regrade.keep_total(result, self._before)
+
     def run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
         cfg, timings, iid = self.config, result.timings, instance.instance_id
         folder = instance_dir(self.source.path, iid)
-        before = json.loads((folder / METADATA).read_text())
+        before = self._before = json.loads((folder / METADATA).read_text())
         regrade.copy_item(folder, work, ANEW)
         regrade.copy_records(self.source.path, cfg.run_dir, [iid])
         carry(before, result, keep_health=self.health is None)

@@ -137,6 +137,14 @@ class TaskRegrader(TaskRunner):
         super().__init__(config, options, None, client, progress)
         self.source = src
         self.kept = {k.task.id: k for k in kept}
+        self._before: dict = {}  # the task's result.json in RUN
+
+    def new_result(self, task: Task) -> TaskResult:
+        self._before = {}  # until this item's is read
+        return super().new_result(task)
+
+    def before_commit(self, task: Task, result: TaskResult, carried) -> None:
+        regrade.keep_total(result, self._before)
 
     def join_run_gateway(self, engine: str = "") -> None:
         """The gateway the session started for the judge (none when it started none)."""
@@ -148,7 +156,7 @@ class TaskRegrader(TaskRunner):
 
     def run_phases(self, task: Task, work: Path, result: TaskResult) -> None:
         kept = self.kept[task.id]
-        before = json.loads((kept.folder / RESULT).read_text())
+        before = self._before = json.loads((kept.folder / RESULT).read_text())
         regrade.copy_item(kept.folder, work, ANEW)
         regrade.copy_records(self.source.path, self.config.run_dir, [task.id, f"{task.id}.tools"])
         carry(before, result)
