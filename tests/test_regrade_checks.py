@@ -195,3 +195,20 @@ def test_the_command_runs_pytest_and_resumes_its_folder(run, tmp_path):
     assert main(["regrade", str(run), "--out", str(out), "--dry-run", "-k", "x"]) == 0
     with pytest.raises(SystemExit):  # other commands still refuse what they do not know
         main(["compare", "a", "b", "--judge-model", "x"])
+
+
+def test_a_resume_grades_the_same_run_with_the_same_judge(run, tmp_path):
+    """--resume of a regrade's folder (the command's second call) must be a regrade of this run, with its judge."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"run_id": "r", "benchmark": "wildclaw"}))
+    one_sentence(pytest_run("--regrade", str(run), "--resume", str(out), cwd=tmp_path), "not a regrade")
+    (out / "run.json").write_text(json.dumps({"run_id": "r", "benchmark": "wildclaw", "judge_model": "scripted",
+                                              "regrade": {"run_id": "another-run"}}))
+    one_sentence(pytest_run("--regrade", str(run), "--resume", str(out), cwd=tmp_path), "regrades run another-run")
+    (out / "run.json").write_text(json.dumps({"run_id": "r", "benchmark": "wildclaw", "judge_model": "scripted",
+                                              "regrade": {"run_id": "wild-run"}}))
+    one_sentence(pytest_run("--regrade", str(run), "--resume", str(out), "--judge-model", "scripted/other",
+                            cwd=tmp_path), "--judge-model", "'scripted'")
+    listed = pytest_run("--regrade", str(run), "--resume", str(out), "--collect-only", "-q", cwd=tmp_path)
+    assert collected(listed) == [SLOTS, CODE]
