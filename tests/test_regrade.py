@@ -90,7 +90,8 @@ def test_another_scripted_judge_gives_the_scores_its_answers_make(wild_run, tmp_
                    cwd=tmp_path)
     print(f"\nregrade of {len(TASKS)} tasks with another scripted judge: {time.monotonic() - t:.1f} s")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert f"regrade of {wild_run}" in done.stdout and "graded by judge scripted" in done.stdout
+    assert f"regrade of {wild_run}" in done.stdout
+    assert f"graded by judge scripted answering from {fixtures} (the run's: answers from each task's" in done.stdout
     after = results(out)
     assert sorted(after) == sorted(TASKS)
 
@@ -141,7 +142,9 @@ def test_its_own_judge_repeats_its_scores_one_task_then_the_rest_on_resume(wild_
     before = results(wild_run)
     out = tmp_path / "again"
     t = time.monotonic()
-    first = clawswe("regrade", str(wild_run), "--out", str(out), "-k", "meeting_slots", "-n", "0", cwd=tmp_path)
+    # the graders may take another network than the agents had (locked: no internet, which needs root)
+    first = clawswe("regrade", str(wild_run), "--out", str(out), "-k", "meeting_slots", "-n", "0", "--network", "locked",
+                    cwd=tmp_path)
     print(f"\nregrade of one task by the run's own judge: {time.monotonic() - t:.1f} s")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
     assert sorted(results(out)) == [SLOTS]
@@ -155,6 +158,8 @@ def test_its_own_judge_repeats_its_scores_one_task_then_the_rest_on_resume(wild_
         assert after[task_id]["scores"] == before[task_id]["scores"]
     info = json.loads((out / "run.json").read_text())
     assert info["judge_model"] == "scripted" and len(info["invocations"]) == 2
+    assert info["network"] == json.loads((wild_run / "run.json").read_text())["network"]  # the agents' network
+    assert info["regrade"]["network"] == "locked"
 
 
 @pytest.fixture(scope="module")

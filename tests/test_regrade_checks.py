@@ -83,7 +83,7 @@ def test_the_run_must_be_a_finished_run(tmp_path):
 
 
 @pytest.mark.parametrize("option", [["--model", "openrouter/x/y"], ["--budget", "10"], ["--budget-factor", "2"],
-                                    ["--network", "open"]])
+                                    ["--mem-limit", "1g"]])
 def test_an_option_of_the_agents_work_is_refused(run, tmp_path, option):
     """What made the agents' work is the run's: given to a regrade, it is refused, naming the option."""
     out = tmp_path / "out"

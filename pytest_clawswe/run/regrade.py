@@ -24,8 +24,10 @@ from pytest_clawswe.run.benchmark import benchmark_of, given_by_owner
 from pytest_clawswe.run.config import RunConfig
 
 # the core's options a regrade reads (every other option of a run describes the agents' work: RUN's)
+# (--network: the graders' network, e.g. locked where the run's internet needs root; run.json keeps the agents')
 READS = ("regrade", "run_dir", "run_id", "resume", "prices", "no_model_check", "docker_host", "docker_tls_dir",
-         "registry", "cache_level", "image_cache", "benchmark", "dataset", "provider_breaker", "no_build_bundles")
+         "registry", "cache_level", "image_cache", "benchmark", "dataset", "provider_breaker", "no_build_bundles",
+         "network")
 # run.json keys of RUN a regrade does not take over: its own identity and history
 NOT_INHERITED = ("run_id", "started_at", "invocations", "regrade", "cache_level", "image_cache", "registry",
                  "prices_sha256", "harness_settings")
@@ -91,7 +93,8 @@ def adopt(config: pytest.Config, src: Source) -> None:
     config.option.benchmark = src.benchmark
     if config.getoption("dataset", None) is None:
         config.option.dataset = src.info.get("dataset")
-    config.option.network = src.info.get("network")
+    if config.getoption("network", None) is None:
+        config.option.network = src.info.get("network")
 
 
 def check_benchmark_options(config: pytest.Config, benchmark) -> None:
@@ -141,6 +144,8 @@ def run_info(src: Source, cfg: RunConfig, benchmark) -> dict:
                  "cache_level": cfg.cache_level, "image_cache": cfg.image_cache, "registry": cfg.registry,
                  "harness_settings": src.info.get("harness_settings"), **benchmark.run_info()})
     info["regrade"] = {"of": str(src.path), "run_id": src.run_id, **benchmark.regrade_info()}
+    if cfg.network_mode != src.info.get("network", cfg.network_mode):  # the graders' (run.json's stays the agents')
+        info["regrade"]["network"] = cfg.network_mode
     return info
 
 

@@ -186,12 +186,20 @@ class WildClawBench(Benchmark):
         return self.options.judge_gateway_model
 
     def regrade_info(self) -> dict:
-        return {"judge_model": self.options.judge_model, "judge_model_before": self.regrade.info.get("judge_model")}
+        o, before = self.options, self.regrade.info
+        return {"judge_model": o.judge_model, "judge_model_before": before.get("judge_model"),
+                "scripted_fixtures": str(o.scripted_fixtures) if o.scripted_fixtures else None,
+                "scripted_fixtures_before": before.get("scripted_fixtures")}
 
     def regrade_summary(self) -> str:
-        before = self.regrade.info.get("judge_model")
-        same = "the run's own" if before == self.options.judge_model else f"the run's was {before}"
-        return f"graded by judge {self.options.judge_model} ({same})"
+        o, before = self.options, self.regrade.info
+        scripted = o.judge_gateway_model == "scripted/judge"
+        own = "each task's judge.json"
+        text = f"graded by judge {o.judge_model}" + (f" answering from {o.scripted_fixtures or own}" if scripted else "")
+        changed = [f"judge {before.get('judge_model')}"] if before.get("judge_model") != o.judge_model else []
+        if scripted and str(o.scripted_fixtures or "") != str(before.get("scripted_fixtures") or ""):
+            changed.append(f"answers from {before.get('scripted_fixtures') or own}")
+        return text + (f" (the run's: {', '.join(changed)})" if changed else " (as the run was)")
 
     @classmethod
     def item_scores(cls, run_dir) -> tuple[dict[str, float], dict[str, bool], list[str]]:
