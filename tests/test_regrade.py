@@ -149,7 +149,9 @@ def test_its_own_judge_repeats_its_scores_one_task_then_the_rest_on_resume(wild_
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
     assert sorted(results(out)) == [SLOTS]
     kept = results(out)[SLOTS]
-    rest = clawswe("regrade", str(wild_run), "--out", str(out), "-n", "2", cwd=tmp_path)
+    other = clawswe("regrade", str(wild_run), "--out", str(out), cwd=tmp_path)
+    assert other.returncode == pytest.ExitCode.USAGE_ERROR and "resume with --network locked" in other.stderr
+    rest = clawswe("regrade", str(wild_run), "--out", str(out), "-n", "2", "--network", "locked", cwd=tmp_path)
     assert rest.returncode == 0, rest.stdout[-3000:] + rest.stderr[-2000:]
     after = results(out)
     assert after[SLOTS] == kept  # kept by the resume, not graded twice

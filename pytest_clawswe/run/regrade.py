@@ -160,6 +160,10 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark, src: Source) 
     if before.get("run_id") != src.run_id:
         raise pytest.UsageError(f"{cfg.run_dir} regrades run {before.get('run_id')}, not {src.run_id}; give that run "
                                 "to --regrade, or another folder")
+    graders = before.get("network", stored.get("network"))
+    if graders and graders != cfg.network_mode:
+        raise pytest.UsageError(f"--network is {cfg.network_mode!r} but the regrade in {cfg.run_dir} graded on "
+                                f"{graders!r}; resume with --network {graders}")
     for key, now in benchmark.run_info().items():
         if key in benchmark.grading_keys and key in stored and stored[key] != now:
             name = benchmark.run_info_options.get(key, key)
