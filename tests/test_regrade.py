@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -162,6 +163,28 @@ def test_its_own_judge_repeats_its_scores_one_task_then_the_rest_on_resume(wild_
     assert info["judge_model"] == "scripted" and len(info["invocations"]) == 2
     assert info["network"] == json.loads((wild_run / "run.json").read_text())["network"]  # the agents' network
     assert info["regrade"]["network"] == "locked"
+
+
+def test_a_task_whose_grading_failed_is_graded_again_one_that_never_got_there_is_left_out(wild_run, tmp_path):
+    """A judge that failed leaves the task an error with everything grading reads kept: graded again, it gets its
+    score; a task that ended before grading (a setup failure: nothing kept) is left out, said in a warning."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(wild_run, run_dir, symlinks=True)
+    for task_id, error in ((SLOTS, "the judge failed after its retries (status 502)"), (CODE, "setup failed")):
+        path = run_dir / "tasks" / task_id / "result.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "outcome": "error", "error": error,
+                                    "overall_score": None, "scores": {}}))
+        (run_dir / "tasks" / task_id / "score.json").unlink()
+    (run_dir / "tasks" / CODE / "grading.json").unlink()
+    out = tmp_path / "out"
+    done = clawswe("regrade", str(run_dir), "--out", str(out), "-k", "meeting_slots or rolling_window", "-n", "0",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 task(s) of" in done.stdout and "ended before grading" in done.stdout and CODE in done.stdout
+    after = results(out)
+    assert sorted(after) == [SLOTS]
+    assert after[SLOTS]["outcome"] == "passed" and after[SLOTS]["overall_score"] == 1.0
+    assert after[SLOTS]["regrade"]["outcome"] == "error" and "judge failed" in after[SLOTS]["regrade"]["error"]
 
 
 @pytest.fixture(scope="module")
