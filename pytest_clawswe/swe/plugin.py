@@ -41,8 +41,9 @@ def _language_selection(config: pytest.Config) -> bool:
 
 
 def _selects_swe(config: pytest.Config) -> bool:
-    """Without --harness or --benchmark: an option that only Claw-SWE-Bench reads selects it."""
-    if config.getoption("harness", None) or config.getoption("benchmark", None):
+    """Without --harness or --benchmark: an option that only Claw-SWE-Bench reads selects it (a regrade's benchmark is
+    the run's own: run/regrade.py)."""
+    if config.getoption("harness", None) or config.getoption("benchmark", None) or config.getoption("regrade", None):
         return False
     return bool(given_options(config, "swe")) or config.getoption("dataset", None) is not None \
         or _language_selection(config)
