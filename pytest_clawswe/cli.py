@@ -14,7 +14,7 @@ from pytest_clawswe.errors import UserError
 # the core's commands: module -> it defines add_cli(subparsers), and the parsers it adds set `func(args) -> int`;
 # each installed benchmark adds its own (Benchmark.add_cli)
 COMMAND_MODULES = ["harness.command", "report.command", "report.compare", "run.clean", "report.export",
-                   "trajectory.view"]
+                   "trajectory.view", "run.regrade_command"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "pass_through", False):  # (a command that hands options on takes them: regrade)
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

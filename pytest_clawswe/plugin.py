@@ -36,6 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="the benchmark's data: for swe claw-swe-bench (350, default), multilingual, verified-mini, "
                      "demo, or a path to a swebench task repo, .json/.jsonl/.parquet file or datasets folder; for "
                      "wildclaw a checkout of the suite, a folder of task files, or demo")
+    g.addoption("--regrade", metavar="RUN",
+                help="grade a finished run again, without an agent, into a new run folder (RUN is only read): its "
+                     "harness, model, dataset and agent settings are RUN's; `clawswe regrade RUN` runs this")
     g.addoption("--run-dir", help="where the run's outputs go (default: reports/<run id>)")
     g.addoption("--run-id", help="name of the run (default: <harness>_<model>_<timestamp>)")
     g.addoption("--resume", metavar="RUN_DIR",
@@ -104,7 +107,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args: lis
     import os
 
     ns = early_config.known_args_namespace
-    if not getattr(ns, "harness", None) or os.environ.get("PYTEST_XDIST_WORKER"):
+    if not (getattr(ns, "harness", None) or getattr(ns, "regrade", None)) or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     if not early_config.pluginmanager.hasplugin("xdist") or getattr(ns, "collectonly", False):
         return
@@ -114,8 +117,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args: lis
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """With --harness, check everything and start (or join) the run; --benchmark alone lists its items."""
-    if config.getoption("harness", None):
+    """With --harness (or --regrade), check everything and start (or join) the run; --benchmark alone lists its
+    items."""
+    if config.getoption("harness", None) or config.getoption("regrade", None):
         configure(config)
     elif config.getoption("benchmark", None):
         if not config.option.collectonly:

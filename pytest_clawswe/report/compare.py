@@ -68,6 +68,8 @@ def why_not_comparable(a: RunData, b: RunData) -> str | None:
             return (f"A and B ran different datasets ({key} {a.info.get(key)!r} vs {b.info.get(key)!r}); compare "
                     "runs of the same dataset and revision.")
     keys = PROTOCOL + a.kind.protocol_keys
+    if regrade_pair(a, b):  # the same agents' work graded twice: how it was graded is what the comparison shows
+        keys = tuple(k for k in keys if k not in a.kind.grading_keys)
     defaults = a.kind.protocol_defaults  # a run from before a setting was recorded ran with its default
 
     def value(info: dict, key: str):
@@ -81,11 +83,22 @@ def why_not_comparable(a: RunData, b: RunData) -> str | None:
     return None
 
 
+def regrade_pair(a: RunData, b: RunData) -> str:
+    """How one run grades the other again (`clawswe regrade`), e.g. "B regrades A (judge_model 'x' vs 'y')", or ""."""
+    for first, second, name in ((a, b, "B regrades A"), (b, a, "A regrades B")):
+        of = (second.info.get("regrade") or {}).get("run_id")
+        if of and of == first.info.get("run_id"):
+            differ = [f"{k} {first.info.get(k)!r} vs {second.info.get(k)!r}" for k in a.kind.grading_keys
+                      if first.info.get(k) != second.info.get(k)]
+            return f"{name}: the same agents' work graded again" + (f" ({', '.join(differ)})" if differ else "")
+    return ""
+
+
 def compare(a: RunData, b: RunData, alpha: float = 0.05, health: Health | None = None) -> dict:
     """The comparison as the JSON file holds it; `exit_code` says the verdict. `health`: the items it calls
     unhealthy are left out of the pairs (--exclude-unhealthy), and the figures over all pairs are kept beside."""
     out: dict = {"a": _side(a), "b": _side(b), "benchmark": a.benchmark if a.benchmark == b.benchmark else None,
-                 "alpha": alpha}
+                 "alpha": alpha, "regrade": regrade_pair(a, b) if a.benchmark == b.benchmark else ""}
     reason = why_not_comparable(a, b)
     if reason:
         return {**out, "comparable": False, "reason": reason, "exit_code": NOT_COMPARABLE}
@@ -149,7 +162,7 @@ def _ids(ids: list[str], limit: int = 20) -> str:
 
 
 def lines(result: dict, a: RunData, b: RunData) -> list[str]:
-    out = [f"A: {a.label()}", f"B: {b.label()}"]
+    out = [f"A: {a.label()}", f"B: {b.label()}"] + ([result["regrade"]] if result.get("regrade") else [])
     if not result["comparable"]:
         return out + [f"not comparable: {result['reason']}"]
     scale, unit = (100, " pp") if result["metric"] == "resolve_rate" else (1, "")

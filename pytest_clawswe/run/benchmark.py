@@ -30,6 +30,9 @@ from typing import Any
 import pytest
 
 
+REGRADE_KEY = pytest.StashKey["Any"]()  # run/regrade.py puts the run --regrade names here, once checked
+
+
 class Benchmark:
     """One benchmark as the session sees it; subclasses fill in the three methods."""
 
@@ -43,6 +46,8 @@ class Benchmark:
 
     def __init__(self, config: pytest.Config):
         self.config = config
+        # --regrade RUN: the run this one grades again (run/regrade.py's Source, checked before), else None
+        self.regrade = config.stash.get(REGRADE_KEY, None)
 
     def select(self) -> list:
         """The selected instances, every one checked; pytest.UsageError (one sentence) for bad input.
@@ -166,6 +171,26 @@ class Benchmark:
     def add_cli(cls, subparsers) -> None:
         """Add this benchmark's own `clawswe` subcommands (none by default)."""
 
+    # -- grading a finished run again (`clawswe regrade`, run/regrade.py) ------------------------------------
+    # With --regrade RUN, `self.regrade` is set and select, collector and runner give RUN's items graded again from
+    # what RUN kept, without an agent (the benchmark's own choice of items and of what grading reads).
+    can_regrade = False
+    regrade_options: tuple[str, ...] = ()  # its own option dests a regrade reads (the rest describe the agents' work)
+    grading_keys: tuple[str, ...] = ()  # run.json keys a regrade may change: `clawswe compare` pairs a run with its
+    # regrade though these differ, and a resumed regrade must keep them
+
+    def regrade_model(self) -> str | None:
+        """The model a regrade calls through the run's gateway (a judge), or None: it starts no gateway."""
+        return None
+
+    def regrade_info(self) -> dict:
+        """What run.json's "regrade" record adds (the grader's settings or version)."""
+        return {}
+
+    def regrade_summary(self) -> str:
+        """A few words on how this regrade grades, for the terminal summary."""
+        return "graded again"
+
 
 # -- options: each benchmark's own group, and the options a run of another benchmark must not be given ----------
 _GROUPS: dict[str, Any] = {}  # benchmark name ("" for every benchmark's) -> its pytest OptionGroup
@@ -178,30 +203,32 @@ def option_group(parser: pytest.Parser, benchmark: str, description: str):
     return group
 
 
+def given_by_owner(config: pytest.Config):
+    """(owner, option) of every clawswe option whose value is not its default: owner is a benchmark's name, or "" for
+    the options of every benchmark."""
+    for owner, group in _GROUPS.items():
+        for option in group.options:
+            if config.getoption(option.dest, None) != option.attrs().get("default"):
+                yield owner, option
+
+
 def given_options(config: pytest.Config, benchmark: str) -> list[str]:
     """The flags of `benchmark`'s own option group given other than at their default."""
-    group = _GROUPS.get(benchmark)
-    return [option.names()[-1] for option in (group.options if group else [])
-            if config.getoption(option.dest, None) != option.attrs().get("default")]
+    return [option.names()[-1] for owner, option in given_by_owner(config) if owner == benchmark]
 
 
 def check_options(config: pytest.Config, benchmark: Benchmark) -> None:
     """A UsageError, one sentence, for an option given that this run's benchmark does not read: another
     benchmark's (e.g. --instance-ids for WildClawBench) or one of every benchmark's it has no use for
     (Benchmark.unread_options). Silently ignored, it would run what the user did not ask for."""
-    for owner, group in _GROUPS.items():
-        if owner == benchmark.name:
+    for owner, option in given_by_owner(config):
+        dest = option.dest
+        if owner == benchmark.name or (owner == "" and dest not in benchmark.unread_options):
             continue
-        for option in group.options:
-            dest = option.dest
-            if owner == "" and dest not in benchmark.unread_options:
-                continue
-            if config.getoption(dest, None) == option.attrs().get("default"):
-                continue
-            flag, instead = option.names()[-1], benchmark.instead_of.get(dest)
-            whose = f"{flag} is --benchmark {owner}'s option and " if owner else ""
-            raise pytest.UsageError(f"{whose}{benchmark.title} (--benchmark {benchmark.name}) does not read "
-                                    f"{'it' if owner else flag}: drop it{'; ' + instead if instead else ''}")
+        flag, instead = option.names()[-1], benchmark.instead_of.get(dest)
+        whose = f"{flag} is --benchmark {owner}'s option and " if owner else ""
+        raise pytest.UsageError(f"{whose}{benchmark.title} (--benchmark {benchmark.name}) does not read "
+                                f"{'it' if owner else flag}: drop it{'; ' + instead if instead else ''}")
 
 
 # -- the registry: benchmarks installed as packages name their Benchmark class here -------------------------

@@ -34,6 +34,9 @@ RESULT_SETTINGS = {
 }
 
 
+DEFAULT_EVAL_TIMEOUT_S = 1800.0  # --eval-timeout's default (the paper's)
+
+
 def _usage(text: str) -> pytest.UsageError:
     return pytest.UsageError(text)
 
@@ -50,8 +53,10 @@ def default_run_id(harness: str, model: str) -> str:
     return "_".join(p for p in parts if p)
 
 
-def _positive_seconds(config: pytest.Config, name: str, option: str) -> float:
+def _positive_seconds(config: pytest.Config, name: str, option: str, default: float | None = None) -> float:
     value = config.getoption(name)
+    if value is None:  # an option whose default is None, so that a regrade can tell it was given
+        value = default
     if not (value > 0 and math.isfinite(value)):
         raise _usage(f"{option} {value:g}: give a positive number of seconds, e.g. {option} 600")
     return value
@@ -70,7 +75,7 @@ def _size(text: str, option: str, example: str) -> int | None:
     return size
 
 
-def _image_cache(config: pytest.Config) -> int | None:
+def image_cache_option(config: pytest.Config) -> int | None:
     text = config.getoption("image_cache", None)
     if text is None:
         return None
@@ -79,7 +84,7 @@ def _image_cache(config: pytest.Config) -> int | None:
     return _size(text, "--image-cache", "50g")
 
 
-def _registry(config: pytest.Config) -> str | None:
+def registry_option(config: pytest.Config) -> str | None:
     from pytest_clawswe.engine.hosts import registry
 
     found = registry(config)
@@ -114,7 +119,7 @@ def _retries(config: pytest.Config) -> int:
     return retries
 
 
-def _prices(path: str | None) -> str | None:
+def prices_digest(path: str | None) -> str | None:
     """The prices file's digest, after checking it parses (a bad file is found here, not on every item)."""
     if not path:
         return None
@@ -127,13 +132,15 @@ def _prices(path: str | None) -> str | None:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _run_location(config: pytest.Config, name: str) -> tuple[str, Path]:
+def run_location(config: pytest.Config, name: str = "", default_id: str = "") -> tuple[str, Path]:
+    """(run id, run folder): an xdist worker's from the controller, a resumed run's own, or a new one (--run-id,
+    --run-dir, else `default_id` or <harness>_<model>_<time> under reports/)."""
     worker = getattr(config, "workerinput", None)
     if worker and "clawswe_run_id" in worker:  # xdist worker: the controller chose the run
         return worker["clawswe_run_id"], Path(worker["clawswe_run_dir"])
     resume = config.getoption("resume")
     if not resume:
-        run_id = safe_id(config.getoption("run_id") or default_run_id(name, config.getoption("model")))
+        run_id = safe_id(config.getoption("run_id") or default_id or default_run_id(name, config.getoption("model")))
         default = Path(config.invocation_params.dir, "reports", run_id)
         run_dir = Path(config.getoption("run_dir") or default).resolve()
         if (run_dir / "run.json").is_file():  # its finished results would be taken over under new settings
@@ -163,15 +170,15 @@ def run_config(config: pytest.Config) -> RunConfig:
         raise _usage(str(exc)) from None
     name = harness_cls.name if ":" in spec else spec
     budget = _positive_seconds(config, "budget", "--budget")
-    eval_timeout = _positive_seconds(config, "eval_timeout", "--eval-timeout")
+    eval_timeout = _positive_seconds(config, "eval_timeout", "--eval-timeout", DEFAULT_EVAL_TIMEOUT_S)
     pids = config.getoption("pids_limit")
     if pids <= 0:
         raise _usage(f"--pids-limit {pids}: give a positive number of processes, e.g. --pids-limit 300")
     mem = _size(config.getoption("mem_limit"), "--mem-limit", "8g or 512m")
     disk = _size(config.getoption("disk_limit"), "--disk-limit", "20g, 500m")
     options = _harness_options(config)
-    prices_sha256 = _prices(config.getoption("prices"))
-    run_id, run_dir = _run_location(config, name)
+    prices_sha256 = prices_digest(config.getoption("prices"))
+    run_id, run_dir = run_location(config, name)
     cfg = RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
                     model=config.getoption("model"), budget_s=budget, eval_timeout_s=eval_timeout,
                     mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
@@ -179,7 +186,8 @@ def run_config(config: pytest.Config) -> RunConfig:
                     harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
                     retries=_retries(config), purge=not config.getoption("no_purge"),
                     cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config),
-                    image_cache=_image_cache(config), registry=_registry(config), harness_class=harness_cls)
+                    image_cache=image_cache_option(config), registry=registry_option(config),
+                    harness_class=harness_cls)
     _spending(config, cfg)
     check_harness_options(cfg)
     if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
@@ -328,6 +336,7 @@ class RunConfig:
     max_instance_cost: float | None = None  # USD: the gateway refuses an instance's calls past it
     provider_breaker: int = 3  # instances in a row ending in the same provider error that stop the run; 0: off
     grade_provider_failures: bool = False  # True: as the released code, a provider failure is graded
+    regrade_of: str | None = None  # --regrade: the run folder this run grades again, without an agent (run/regrade.py)
     # the adapter class harness_spec names, resolved once (run_config); new_harness() builds the adapter
     harness_class: type[Harness] | None = field(default=None, repr=False, compare=False)
 

@@ -232,9 +232,13 @@ class ItemRunner:
                 carried = self._last_result
         raise AssertionError("unreachable")
 
+    # True for a regrade's runner: the gateway's record of the agents' calls comes from the run it grades, gateway
+    # or not (run/regrade.py)
+    records_kept = False
+
     def _write_trajectories(self, work: Path, result, item_id: str) -> None:
         """trajectory: <item>/trajectory/attempt-<n>.atif.json from the gateway's record (trajectory/store.py)."""
-        if self.gateway is not None and self.benchmark is not None:
+        if (self.gateway is not None or self.records_kept) and self.benchmark is not None:
             from pytest_clawswe.trajectory.store import write_quietly
             from pytest_clawswe.trajectory.view import write_viewer
 

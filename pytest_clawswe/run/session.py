@@ -24,6 +24,7 @@ from pytest_clawswe.engine import hosts as engines
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.files import load_run_info, write_atomic
 from pytest_clawswe.run import config as settings
+from pytest_clawswe.run import regrade
 from pytest_clawswe.run.benchmark import Benchmark, check_options
 from pytest_clawswe.run.bundle_check import ensure_bundle
 from pytest_clawswe.run.clean import sweep_run
@@ -41,19 +42,27 @@ def configure(config: pytest.Config) -> None:
     if config.args_source == pytest.Config.ArgsSource.ARGS and not hasattr(config, "workerinput"):
         raise pytest.UsageError(f"a benchmark run takes no test paths (got {' '.join(config.args)}); select "
                                 "instances with --instance-ids a,b, --instances-file, -k or -m")
-    cfg = settings.run_config(config)
+    src = regrade.source(config)  # --regrade RUN: the run graded again, checked (run/regrade.py)
+    if src is not None:
+        regrade.adopt(config, src)  # its benchmark, dataset and agent settings; an agent option given is refused
+    cfg = regrade.run_config(config, src) if src is not None else settings.run_config(config)
     benchmark = config.hook.pytest_clawswe_benchmark(config=config)
     check_options(config, benchmark)  # another benchmark's option, given: one sentence, nothing run
+    if src is not None:
+        regrade.check_benchmark_options(config, benchmark)
     settings.resolve_network(config, cfg, benchmark.default_network)
-    defaults = benchmark.harness_defaults(cfg.harness_name)
+    defaults = benchmark.harness_defaults(cfg.harness_name) if src is None else {}
     if defaults:
         cfg.harness_options = {**defaults, **cfg.harness_options}
         settings.check_harness_options(cfg)
     run = RunSession(config, cfg, benchmark)
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
-        settings.check_resume(config, cfg, benchmark)
-        if run.writes:
+        if src is None:
+            settings.check_resume(config, cfg, benchmark)
+        else:
+            regrade.check_resume(config, cfg, benchmark, src)
+        if run.writes and src is None:  # a regrade runs no agent: no bundle
             ensure_bundle(config, cfg, run.hosts[0])
     config.pluginmanager.register(run, "clawswe-session")
     if run.is_worker:
@@ -76,8 +85,10 @@ class RunSession:
         self.is_worker = hasattr(config, "workerinput")
         self._runner = None
         self.gateway_process = None
-
-        self.needs_model = cfg.new_harness().needs_model
+        self.regrade = getattr(benchmark, "regrade", None)  # the run graded again (run/regrade.py), or None
+        # the model the run's gateway serves: the agents', or a regrade's judge (None: a regrade starts no gateway)
+        self.gateway_model = cfg.model if self.regrade is None else benchmark.regrade_model()
+        self.needs_model = cfg.new_harness().needs_model if self.regrade is None else self.gateway_model is not None
         self.hosts = engines.hosts(config)  # the run's Docker engines (engine/hosts.py)
         benchmark.check_engines(self.hosts, self.needs_model)  # a benchmark may refuse some (one sentence)
         if cfg.network_mode == "internet" and any(engines.is_remote(h.url) for h in self.hosts):
@@ -110,11 +121,11 @@ class RunSession:
         provider.reset(self.cfg.run_dir)  # a streak of an earlier part of the run does not stop this one
         if self.needs_model:
             try:
-                self.gateway_process = start_gateway(self.cfg, self.hosts, clients)
+                self.gateway_process = start_gateway(self.cfg, self.hosts, clients, model=self.gateway_model)
                 if not self.config.getoption("no_model_check"):
                     from pytest_clawswe.gateway.model_check import check_model
 
-                    check_model(self.cfg.run_dir / "gateway", self.cfg.model)
+                    check_model(self.cfg.run_dir / "gateway", self.gateway_model)
             except BaseException:
                 if self.gateway_process is not None:
                     self.gateway_process.stop()
@@ -125,21 +136,16 @@ class RunSession:
         self.install_interrupts()
 
     def _write_run_info(self) -> None:
-
-        cfg, config = self.cfg, self.config
+        cfg = self.cfg
         info_path = cfg.run_dir / "run.json"
         try:
             if cfg.run_dir.exists() and not cfg.run_dir.is_dir():
                 raise pytest.UsageError(f"--run-dir {cfg.run_dir} is a file; give a folder (it is created)")
             info = load_run_info(cfg.run_dir)
-            info.update({"run_id": cfg.run_id, **settings.result_settings(config, cfg),
-                         "benchmark": self.benchmark.name,
-                         "cache_level": cfg.cache_level, "image_cache": cfg.image_cache,
-                         "registry": cfg.registry,
-                         # every adapter option with its effective value, defaults included
-                         "harness_settings": cfg.new_harness().resolved_options(),
-                         "gateway_shaping_active": _shaping_in_effect(cfg),
-                         **self.benchmark.run_info()})
+            if self.regrade is not None:  # RUN's settings, the grading ones now in force, what it regrades
+                info.update(regrade.run_info(self.regrade, cfg, self.benchmark))
+            else:
+                info.update(self._run_settings())
             info.setdefault("started_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             info.setdefault("invocations", []).append(" ".join(shlex.quote(a) for a in sys.argv))
             cfg.run_dir.mkdir(parents=True, exist_ok=True)
@@ -147,6 +153,15 @@ class RunSession:
         except OSError as exc:
             raise pytest.UsageError(f"cannot write the run folder {cfg.run_dir} ({exc.strerror or exc}); "
                                     "give a writable folder with --run-dir") from None
+
+    def _run_settings(self) -> dict:
+        """run.json of a run with agents: the settings that change results, and the benchmark's own."""
+        cfg = self.cfg
+        return {"run_id": cfg.run_id, **settings.result_settings(self.config, cfg), "benchmark": self.benchmark.name,
+                "cache_level": cfg.cache_level, "image_cache": cfg.image_cache, "registry": cfg.registry,
+                # every adapter option with its effective value, defaults included
+                "harness_settings": cfg.new_harness().resolved_options(),
+                "gateway_shaping_active": _shaping_in_effect(cfg), **self.benchmark.run_info()}
 
     # -- what the items use ------------------------------------------------------------------------
     def why_not_start(self, runner) -> str | None:
@@ -277,6 +292,8 @@ class RunSession:
         tr = terminalreporter
         tr.write_sep("=", "clawswe summary")
         tr.write_line(f"run dir: {self.cfg.run_dir}")
+        if self.regrade is not None:
+            tr.write_line(regrade.terminal_line(self.regrade, self.benchmark), bold=True)
         for line in self.benchmark.warning_lines(self.cfg.run_dir):
             tr.write_line(line, red=True, bold=True)
         summary = json.loads(summary_file.read_text())

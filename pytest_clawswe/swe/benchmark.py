@@ -38,9 +38,10 @@ class ClawSweBench(Benchmark):
         if self._selected is None:
             health = self.health()  # a bad --health file: one sentence, before anything is written
             try:
-                self._selected = self._select()
+                self._selected = self._select() if self.regrade is None else self._select_kept()
             except DatasetError as exc:
-                raise pytest.UsageError(str(exc)) from None
+                hint = "; give the dataset the run was made with (--dataset PATH)" if self.regrade else ""
+                raise pytest.UsageError(f"{exc}{hint}") from None
             if health is not None:
                 from pytest_clawswe.swe.health_marks import check_selection
 
@@ -75,9 +76,25 @@ class ClawSweBench(Benchmark):
                 f"{UNKNOWN_MARKER} and counted as 'unknown' (add a language field to the rows)"), stacklevel=2)
         return selected
 
-    def collector(self, session: pytest.Session) -> pytest.Collector:
+    def _select_kept(self) -> list[Instance]:
+        """A regrade's instances: RUN's that kept a patch to evaluate (swe/regrade.py)."""
+        from pytest_clawswe.swe.regrade import kept_instances
+
         dataset = self.config.getoption("dataset")
-        name = dataset if dataset in NAMED else Path(dataset).name
+        found, left_out = kept_instances(self.config, self.regrade, load_instances(dataset), dataset,
+                                         self._collector_name())
+        if left_out and not hasattr(self.config, "workerinput"):
+            self.config.issue_config_time_warning(UserWarning(
+                f"clawswe: {len(left_out)} instance(s) of {self.regrade.path} are not evaluated again: they ended "
+                f"before their patch was kept, or in a provider failure ({', '.join(left_out[:5])})"), stacklevel=2)
+        return found
+
+    def _collector_name(self) -> str:
+        dataset = self.config.getoption("dataset")
+        return dataset if dataset in NAMED else Path(dataset).name
+
+    def collector(self, session: pytest.Session) -> pytest.Collector:
+        name = self._collector_name()
         return DatasetCollector.from_parent(session, name=name, nodeid=name, benchmark=self)
 
     def runner(self, run_session):
@@ -86,7 +103,12 @@ class ClawSweBench(Benchmark):
 
         cfg, hosts = run_session.cfg, run_session.hosts
         index = worker_index(self.config, len(hosts))  # this worker's engine (engine/hosts.py)
-        runner = InstanceRunner(cfg, cfg.new_harness(), hosts[index].client(), progress=progress)
+        if self.regrade is not None:  # RUN's patches evaluated again, no agent (swe/regrade.py)
+            from pytest_clawswe.swe.regrade import InstanceRegrader
+
+            runner = InstanceRegrader(cfg, hosts[index].client(), self.regrade, progress=progress)
+        else:
+            runner = InstanceRunner(cfg, cfg.new_harness(), hosts[index].client(), progress=progress)
         runner.benchmark = type(self)
         from pytest_clawswe.engine.hosts import is_remote
 
@@ -102,6 +124,8 @@ class ClawSweBench(Benchmark):
     def run_info(self) -> dict:
         purge = not self.config.getoption("no_purge")
         health = self.health()
+        if self.regrade is not None:  # the run's own settings stay (run/regrade.py); a --health given is the regrade's
+            return {"health": health.label()} if health is not None else {}
         # the marks are written into each instance's result: a resume uses the same file (compared here)
         return {"lite": self.config.getoption("lite"),
                 "ablation": None if purge else "no-purge (paper §5.3): future commits kept; not comparable",
@@ -174,6 +198,21 @@ class ClawSweBench(Benchmark):
 
     protocol_keys = ("eval_timeout_s", "purge")
     pass_metric = "resolve_rate"
+
+    # `clawswe regrade` (run/regrade.py, swe/regrade.py): the evaluation again, e.g. after a swebench upgrade
+    can_regrade = True
+    regrade_options = ("eval_timeout", "health")
+    grading_keys = ("eval_timeout_s", "health")
+
+    def regrade_info(self) -> dict:
+        from pytest_clawswe.swe.regrade import swebench_version
+
+        return {"swebench": swebench_version()}
+
+    def regrade_summary(self) -> str:
+        from pytest_clawswe.swe.regrade import swebench_version
+
+        return f"the SWE-bench evaluation again, with swebench {swebench_version()}"
 
     @classmethod
     def item_scores(cls, run_dir) -> tuple[dict[str, float], dict[str, bool], list[str]]:

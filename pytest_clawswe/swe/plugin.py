@@ -22,7 +22,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--instance-ids", default="", help="comma- or space-separated instance ids to run")
     g.addoption("--instances-file", help="file with one instance id per line (e.g. from `clawswe lite select`)")
     g.addoption("--dataset-revision", help="pin the Hugging Face dataset revision (commit or tag)")
-    g.addoption("--eval-timeout", type=float, default=1800.0, help="seconds for the evaluation's test run")
+    # default None (1800 s, the paper's, is taken in run/config.py): a regrade keeps the run's own unless given
+    g.addoption("--eval-timeout", type=float, default=None,
+                help="seconds for the evaluation's test run (default: 1800; a regrade: the run's own)")
     g.addoption("--no-purge", action="store_true",
                 help="ABLATION (paper §5.3): keep the image's future commits; results are not comparable")
     g.addoption("--health", metavar="FILE",
@@ -39,8 +41,9 @@ def _language_selection(config: pytest.Config) -> bool:
 
 
 def _selects_swe(config: pytest.Config) -> bool:
-    """Without --harness or --benchmark: an option that only Claw-SWE-Bench reads selects it."""
-    if config.getoption("harness", None) or config.getoption("benchmark", None):
+    """Without --harness or --benchmark: an option that only Claw-SWE-Bench reads selects it (a regrade's benchmark is
+    the run's own: run/regrade.py)."""
+    if config.getoption("harness", None) or config.getoption("benchmark", None) or config.getoption("regrade", None):
         return False
     return bool(given_options(config, "swe")) or config.getoption("dataset", None) is not None \
         or _language_selection(config)
@@ -60,7 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker}: instances of the {language} language group")
     config.addinivalue_line("markers", f"{UNKNOWN_MARKER}: instances whose language group is not known")
     config.addinivalue_line("markers", "clawswe: a Claw-SWE-Bench instance item")
-    if is_swe(config) and config.getoption("dataset", None) is None:
+    # (a regrade takes the dataset of the run it grades: run/regrade.py)
+    if is_swe(config) and config.getoption("dataset", None) is None and not config.getoption("regrade", None):
         config.option.dataset = DEFAULT_DATASET
 
 

@@ -31,18 +31,20 @@ class WildClawBench(Benchmark):
         from pytest_clawswe.harness.adapter import get_harness_class
 
         spec = config.getoption("harness")
-        # --collect-only runs nothing: any harness (or none: plugin.py lends nop) may list the tasks
-        if not config.option.collectonly and not get_harness_class(spec).needs_model:
+        # --collect-only runs nothing: any harness (or none: plugin.py lends nop) may list the tasks; a regrade none
+        if self.regrade is None and not config.option.collectonly and not get_harness_class(spec).needs_model:
             raise pytest.UsageError(f"--harness {spec} calls no model, so it cannot run WildClawBench tasks; use "
                                     "an agent harness (openclaw, claude-code, codex, hermes) with "
                                     "--model scripted/gold for a check without a key")
         self.options = options(config)  # before anything is written
+        self._kept: list | None = None  # a regrade's tasks (select)
         from pytest_clawswe.gateway.recorder import enabled
 
-        if not config.option.collectonly and not enabled():
+        # a regrade grades the transcript the run kept; a run builds it from the record
+        if not config.option.collectonly and self.regrade is None and not enabled():
             raise pytest.UsageError("WildClawBench grades each task's transcript from the gateway's record of the "
                                     "model calls, so it cannot run with CLAWSWE_RECORD_CALLS=0; unset it")
-        if self.options.task_image and not config.getoption("collectonly"):
+        if self.options.task_image and not config.getoption("collectonly") and self.regrade is None:
             from pytest_clawswe.engine.client import docker_client
             from pytest_clawswe.errors import InfraError
             from pytest_clawswe.wildclaw.task_images import check_task_image
@@ -54,7 +56,9 @@ class WildClawBench(Benchmark):
             if client is not None:
                 check_task_image(client, self.options.task_image)
 
-    def select(self) -> list[Path]:
+    def select(self) -> list:
+        if self.regrade is not None:  # the run's tasks graded again (wildclaw/regrade.py)
+            return self._select_kept()
         from pytest_clawswe.wildclaw.taskfile import TaskFileError, parse_task, task_files
 
         files = task_files(self.options.dataset_root)
@@ -72,7 +76,28 @@ class WildClawBench(Benchmark):
             seen[task.id] = path
         return files
 
+    def _select_kept(self) -> list:
+        if self._kept is None:
+            from pytest_clawswe.gateway.upstream import check_upstream
+            from pytest_clawswe.wildclaw.regrade import kept_tasks
+
+            try:  # the judge it cannot serve, before anything is written
+                check_upstream(self.options.judge_gateway_model)
+            except ValueError as exc:
+                raise pytest.UsageError(f"--judge-model {self.options.judge_model}: {exc}") from None
+            self._kept, left_out = kept_tasks(self.config, self.regrade, self.options.dataset_root)
+            if left_out and not hasattr(self.config, "workerinput"):
+                self.config.issue_config_time_warning(UserWarning(
+                    f"clawswe: {len(left_out)} task(s) of {self.regrade.path} are not graded again: they ended before "
+                    f"grading ({', '.join(left_out[:5])}{', ...' if len(left_out) > 5 else ''})"), stacklevel=2)
+        return self._kept
+
     def collector(self, session: pytest.Session) -> pytest.Collector:
+        if self.regrade is not None:
+            from pytest_clawswe.wildclaw.regrade import RegradeCollector, collector_name
+
+            name = collector_name(self.regrade)
+            return RegradeCollector.from_parent(session, name=name, nodeid=name, benchmark=self)
         root = self.options.dataset_root
         name = "wildclaw-demo" if root == DEMO_DIR else root.name
         return SuiteCollector.from_parent(session, name=name, nodeid=name, root=root, options=self.options)
@@ -83,8 +108,12 @@ class WildClawBench(Benchmark):
 
         cfg = run_session.cfg
         client = docker_client()
-        runner = TaskRunner(cfg, self.options, cfg.new_harness(), client,
-                        progress=progress)
+        if self.regrade is not None:
+            from pytest_clawswe.wildclaw.regrade import TaskRegrader
+
+            runner = TaskRegrader(cfg, self.options, client, self.regrade, self.select(), progress=progress)
+        else:
+            runner = TaskRunner(cfg, self.options, cfg.new_harness(), client, progress=progress)
         runner.benchmark = type(self)
         runner.join_run_gateway()
         return runner
@@ -154,6 +183,30 @@ class WildClawBench(Benchmark):
     protocol_defaults = {"budget_factor": 1.0, "skills": True}
     scored = True
 
+    # `clawswe regrade` (run/regrade.py, wildclaw/regrade.py): the judge and how grading runs may change
+    can_regrade = True
+    regrade_options = ("judge_model", "scripted_fixtures", "grade_timeout", "pass_score")
+    grading_keys = ("judge_model", "grade_timeout_s", "pass_score", "scripted_fixtures")
+
+    def regrade_model(self) -> str | None:
+        return self.options.judge_gateway_model
+
+    def regrade_info(self) -> dict:
+        o, before = self.options, self.regrade.info
+        return {"judge_model": o.judge_model, "judge_model_before": before.get("judge_model"),
+                "scripted_fixtures": str(o.scripted_fixtures) if o.scripted_fixtures else None,
+                "scripted_fixtures_before": before.get("scripted_fixtures")}
+
+    def regrade_summary(self) -> str:
+        o, before = self.options, self.regrade.info
+        scripted = o.judge_gateway_model == "scripted/judge"
+        own = "each task's judge.json"
+        text = f"graded by judge {o.judge_model}" + (f" answering from {o.scripted_fixtures or own}" if scripted else "")
+        changed = [f"judge {before.get('judge_model')}"] if before.get("judge_model") != o.judge_model else []
+        if scripted and str(o.scripted_fixtures or "") != str(before.get("scripted_fixtures") or ""):
+            changed.append(f"answers from {before.get('scripted_fixtures') or own}")
+        return text + (f" (the run's: {', '.join(changed)})" if changed else " (as the run was)")
+
     @classmethod
     def item_scores(cls, run_dir) -> tuple[dict[str, float], dict[str, bool], list[str]]:
         from pytest_clawswe.run.result import ERROR
@@ -170,15 +223,7 @@ class WildClawBench(Benchmark):
     @classmethod
     def item_folders(cls, run_dir: Path) -> list[tuple[str, Path, dict]]:
         """(task id, folder, result.json) of every ended task of a run."""
-        items = []
-        for folder in sorted(p for p in (Path(run_dir) / outputs.TASKS_DIR).glob("*") if p.is_dir()
-                             and not p.name.startswith(".")):
-            try:
-                result = json.loads((folder / outputs.RESULT).read_text())
-            except (OSError, ValueError):
-                continue  # a task that never ended has no result
-            items.append((str(result.get("task_id") or folder.name), folder, result))
-        return items
+        return outputs.ended_tasks(run_dir)
 
     def harness_defaults(self, harness: str) -> dict[str, str]:
         # the released runner's OpenClaw works in the task's folder (its default agent, ~/.openclaw/workspace linked

@@ -56,8 +56,9 @@ def keep_grading_inputs(folder: Path, task, workspace: Path) -> None:
     """What grade_folder needs besides the agent's traces: the task's checks, and where its workspace is."""
     (folder / GRADER_CODE).parent.mkdir(parents=True, exist_ok=True)
     (folder / GRADER_CODE).write_text(task.grader_code)
-    (folder / GRADING_FILE).write_text(json.dumps({"task_id": task.id, "workspace": str(workspace.resolve())},
-                                                  indent=1) + "\n")
+    # "gt": whether the workspace had a gt/: grading the task again needs it there again (wildclaw/regrade.py)
+    (folder / GRADING_FILE).write_text(json.dumps({"task_id": task.id, "workspace": str(workspace.resolve()),
+                                                   "gt": (workspace / "gt").is_dir()}, indent=1) + "\n")
 
 
 @dataclass

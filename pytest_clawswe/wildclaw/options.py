@@ -8,14 +8,22 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.paths import INSTANCES_DIR
+from pytest_clawswe.wildclaw.results import DEFAULT_PASS_SCORE
 
 DEMO_DIR = INSTANCES_DIR / "wildclaw-demo"
 
 
-def dataset_root(config: pytest.Config) -> Path:
+def dataset_root(config: pytest.Config, kept: dict | None = None) -> Path:
+    """The suite's folder: --dataset (demo: the demo set shipped here). A regrade (`kept`: its run's run.json) not
+    given another --dataset: where its run found the suite (the run's --dataset may have been relative)."""
     dataset = config.getoption("dataset")
     if dataset == "demo":
         return DEMO_DIR
+    if kept and dataset == kept.get("dataset") and kept.get("dataset_root"):
+        if Path(kept["dataset_root"]).is_dir():
+            return Path(kept["dataset_root"])
+        raise pytest.UsageError(f"run {kept.get('run_id')} ran the suite in {kept['dataset_root']}, which is gone; give "
+                                "the suite's current folder (with tasks/ and workspace/) with --dataset PATH")
     path = Path(dataset or "")
     if not dataset or not path.is_dir():
         raise pytest.UsageError(f"--benchmark wildclaw needs --dataset PATH, a folder of task files or a checkout "
@@ -24,17 +32,34 @@ def dataset_root(config: pytest.Config) -> Path:
     return path.resolve()
 
 
-def options(config: pytest.Config):
+DEFAULT_JUDGE = "openai/gpt-5.4"  # as released
+DEFAULT_GRADE_TIMEOUT_S = 120.0  # as released
 
-    if not 0.0 <= config.getoption("pass_score") <= 1.0:
+
+def options(config: pytest.Config):
+    """WildOptions from the options, checked; a regrade (--regrade RUN) takes RUN's for what is not given."""
+    from pytest_clawswe.run.regrade import source
+
+    src = source(config)
+    kept = src.info if src is not None else {}
+
+    def given_or_kept(dest: str, key: str, default):
+        value = config.getoption(dest)
+        if value is not None:
+            return value
+        return kept[key] if kept.get(key) is not None else default
+
+    pass_score = float(given_or_kept("pass_score", "pass_score", DEFAULT_PASS_SCORE))
+    if not 0.0 <= pass_score <= 1.0:
         raise pytest.UsageError("--pass-score must be between 0 and 1 (overall_score is in [0, 1])")
-    judge = config.getoption("judge_model").strip()
+    judge = str(given_or_kept("judge_model", "judge_model", DEFAULT_JUDGE)).strip()
     if not judge or judge.endswith("/") or judge.startswith("/"):
         raise pytest.UsageError(f"--judge-model {judge!r} names no model: give provider/model, e.g. --judge-model "
                                 "openai/gpt-5.4 (as released), or scripted/judge to grade offline")
-    if not config.getoption("grade_timeout") > 0:
+    grade_timeout = float(given_or_kept("grade_timeout", "grade_timeout_s", DEFAULT_GRADE_TIMEOUT_S))
+    if not grade_timeout > 0:
         raise pytest.UsageError("--grade-timeout must be a positive number of seconds, e.g. 120 (as released)")
-    factor = config.getoption("budget_factor")
+    factor = config.getoption("budget_factor") if src is None else float(kept.get("budget_factor") or 1.0)
     if not (math.isfinite(factor) and factor > 0):
         raise pytest.UsageError(f"--budget-factor {factor:g}: give a positive factor for every task's timeout_seconds, "
                                 "e.g. --budget-factor 0.5 (half the time) or 2")
@@ -48,22 +73,38 @@ def options(config: pytest.Config):
     if fixtures and not Path(fixtures).is_dir():
         raise pytest.UsageError(f"--scripted-fixtures {fixtures}: no such folder; give a folder holding "
                                 "<task id>/solve.sh, judge.json or vision.json")
-    return WildOptions(dataset_root(config), config.getoption("judge_model"), config.getoption("pass_score"),
-                       config.getoption("grade_timeout"), Path(fixtures).resolve() if fixtures else None,
-                       task_image=config.getoption("task_image"), budget_factor=factor,
-                       skills=not config.getoption("no_skills"))
+    if src is not None and not fixtures and kept.get("scripted_fixtures"):
+        fixtures = kept["scripted_fixtures"]  # the run's own behaviours and judge answers
+        if not Path(fixtures).is_dir() and judge in ("scripted", "scripted/judge"):
+            raise pytest.UsageError(f"{src.path} was judged with the scripted judge's answers in {fixtures}, which is "
+                                    "gone; give them again with --scripted-fixtures DIR (or another --judge-model)")
+    if src is None:
+        task_image, skills = config.getoption("task_image"), not config.getoption("no_skills")
+    else:
+        task_image, skills = kept.get("task_image"), bool(kept.get("skills", True))
+    return WildOptions(dataset_root(config, kept or None), judge, pass_score, grade_timeout,
+                       Path(fixtures).resolve() if fixtures and Path(fixtures).is_dir() else None,
+                       task_image=task_image, budget_factor=factor, skills=skills)
 
 
 @dataclass
 class WildOptions:
     dataset_root: Path
-    judge_model: str = "openai/gpt-5.4"
+    judge_model: str = DEFAULT_JUDGE
     pass_score: float = 0.5
-    grade_timeout_s: float = 120.0
+    grade_timeout_s: float = DEFAULT_GRADE_TIMEOUT_S
     scripted_fixtures: Path | None = None  # per-task behaviours and judge/vision answers (fixtures.py)
     task_image: str | None = None  # --task-image: the agent's image instead of ours (graders keep ours)
     budget_factor: float = 1.0  # --budget-factor: every task's timeout_seconds times this (an ablation)
     skills: bool = True  # False: --no-skills (an ablation)
+
+    @property
+    def judge_gateway_model(self) -> str:
+        """The judge as the gateway serves it: the scripted judge, or the model at OpenRouter (as released)."""
+        judge = self.judge_model
+        if judge == "scripted" or judge.startswith("scripted/"):
+            return "scripted/judge"
+        return judge if judge.startswith("openrouter/") else f"openrouter/{judge}"
 
     def budget(self, timeout_seconds: float) -> float:
         """A task's budget in seconds: its own timeout_seconds, scaled by --budget-factor (ms precision, so 300 x

@@ -99,6 +99,18 @@ def load_results(run_dir: str | Path) -> list[TaskResult]:
     return out
 
 
+def ended_tasks(run_dir: str | Path) -> list[tuple[str, Path, dict]]:
+    """(task id, folder, result.json) of every ended task of a run (a task that never ended has no result)."""
+    items = []
+    for folder in sorted(p for p in (Path(run_dir) / TASKS_DIR).glob("*") if p.is_dir() and not p.name.startswith(".")):
+        try:
+            result = json.loads((folder / RESULT).read_text())
+        except (OSError, ValueError):
+            continue
+        items.append((str(result.get("task_id") or folder.name), folder, result))
+    return items
+
+
 def _mean(values) -> float:
     values = list(values)
     return round(sum(values) / len(values), 4) if values else 0.0
@@ -159,6 +171,7 @@ def terminal_lines(summary: dict) -> list[str]:
              f"passed {summary['passed']} (overall_score >= {summary['pass_score']}), errors {summary['errors']}"]
     for cat, b in summary["by_category"].items():
         lines.append(f"  {cat:<22} {b['mean_score']:.3f}  ({b['tasks']} task(s))")
-    lines.append(f"judge tokens {summary['judge_tokens']}; mean agent {summary['mean_agent_s']:.1f} s, "
+    lines.append(f"judge {summary.get('judge_model') or '?'}, {summary['judge_tokens']} tokens; mean agent "
+                 f"{summary['mean_agent_s']:.1f} s, "
                  f"mean grading {summary['mean_grade_s']:.1f} s")
     return lines

@@ -24,6 +24,7 @@ from pytest_clawswe.wildclaw.services import plan as services
 from pytest_clawswe.wildclaw.taskfile import Task, suite_root
 
 OPENROUTER_VARS = ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL")
+JUDGE_DEFAULT_NOTE = "the scripted judge answered"  # how a warning about the scripted judge's default begins
 
 
 class TaskRunner(ItemRunner):
@@ -202,11 +203,16 @@ class TaskRunner(ItemRunner):
             result.warnings += notes
         (work / "transcript.jsonl").write_text(transcript.to_jsonl(transcript.session_lines(messages)))
         grader.keep_grading_inputs(work, task, ws_dir)
+        self.grade_and_score(task, found, work, grader_image, result)
+
+    def grade_and_score(self, task: Task, found: fixtures.Fixtures, work: Path, image: str, result: TaskResult) -> None:
+        """Grade the task from its folder `work` (what grade_folder reads) into `result`: scores, overall_score,
+        outcome; GradeError when grading gave no score (a regrade grades so too: wildclaw/regrade.py)."""
         t = time.monotonic()
         try:
-            graded = self._grade(task, found, work, grader_image, result)
+            graded = self._grade(task, found, work, image, result)
         finally:
-            timings["grade"] = round(time.monotonic() - t, 3)
+            result.timings["grade"] = round(time.monotonic() - t, 3)
         result.scores = graded
         score = task_score(graded)
         if score is None:
@@ -234,16 +240,10 @@ class TaskRunner(ItemRunner):
                 env[name] = os.environ[name]
         return env
 
-    def _judge_gateway_model(self) -> str:
-        judge = self.options.judge_model
-        if judge == "scripted" or judge.startswith("scripted/"):
-            return "scripted/judge"
-        return judge if judge.startswith("openrouter/") else f"openrouter/{judge}"
-
     def _grade(self, task: Task, found: fixtures.Fixtures, work: Path, image: str, result: TaskResult) -> dict:
         """grade()'s dict; GradeError when there is none, naming the judge when the judge was the cause."""
         cfg = self.config
-        token, judge_model = "", self._judge_gateway_model()
+        token, judge_model = "", self.options.judge_gateway_model
         if self.gateway is not None:
             answers = {"fixtures": found.judge} if judge_model == "scripted/judge" else None
             try:
@@ -264,7 +264,7 @@ class TaskRunner(ItemRunner):
         usage, records = self._usage(token) if token else (Usage(), [])
         result.judge_usage = vars(usage)  # counted apart from the agent's, even when grading failed
         if judge_model == "scripted/judge" and found.judge_default and usage.requests:
-            result.warnings.append(f"the scripted judge answered {usage.requests} request(s) with its default "
+            result.warnings.append(f"{JUDGE_DEFAULT_NOTE} {usage.requests} request(s) with its default "
                                    f"score {fixtures.DEFAULT_JUDGE['*']['score']} (no judge.json for this task)")
         result.judge_cost_usd = self.prices.cost_usd(usage, judge_model)
         judge_failed = grader.judge_failure(records)

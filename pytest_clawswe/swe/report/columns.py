@@ -166,11 +166,21 @@ def protocol_note(info: dict) -> str:
         parts.append(f"--retries {info['retries']} (the paper: one attempt)")
     if info.get("harness_options"):
         parts.append("harness options " + ", ".join(f"{k}={v}" for k, v in sorted(info["harness_options"].items())))
+    if info.get("regrade"):  # `clawswe regrade`: the run's patches evaluated again
+        from pytest_clawswe.run.regrade import note
+
+        parts.append(note(info))
     return "; ".join(parts)
 
 
 def columns_from_runs(runs: list[Run]) -> list[Column]:
+    from pytest_clawswe.run.regrade import REGRADE_LABEL, beside_its_run
+
     columns = [column_from_run(run) for run in runs]
+    run_ids = {run.run_id for run in runs}
+    for c in columns:  # a regrade beside the run it grades again is its own configuration, not a repeat of it
+        if beside_its_run(c.run.info, run_ids):
+            c.harness += REGRADE_LABEL
     for c in columns:
         c.run_label = repeat_label(c.run, runs)
     return columns

@@ -24,10 +24,18 @@ PUBLISHED = WILDCLAW_PUBLISHED_RESULTS
 
 
 def task_frame(runs: list[Path]) -> pd.DataFrame:
+    from pytest_clawswe.files import load_run_info
+    from pytest_clawswe.run.regrade import REGRADE_LABEL, beside_its_run
+
+    infos = {run: load_run_info(run) for run in runs}
+    run_ids = {str(info.get("run_id")) for info in infos.values()}
     rows = []
     for run in runs:
+        # a regrade beside the run it grades again is its own configuration (another judge), not a repeat of it
+        label = REGRADE_LABEL if beside_its_run(infos[run], run_ids) else ""
         for r in load_results(run):
-            rows.append({"run": run.name, "model": r.model, "harness": r.harness, "task_id": r.task_id,
+            rows.append({"run": run.name, "model": r.model, "harness": r.harness + label, "regrade": bool(label),
+                         "task_id": r.task_id,
                          "category": r.category, "modality": r.modality,
                          "score": r.overall_score or 0.0,  # missing = 0, as released
                          "minutes": (r.timings.get("agent") or 0) / 60, "cost": r.cost_usd,
@@ -51,7 +59,8 @@ def build(runs: list[Path], out: Path) -> dict[str, list[Path]]:
     df = task_frame(runs)
     if df.empty:
         raise ValueError("the WildClawBench runs hold no finished task yet")
-    written = {"table2": write_table(_per_task(df, ["model"]).sort_values("score_pct", ascending=False), out,
+    agents = df[~df["regrade"]]  # per model: each run's agents once (a regrade beside its run is not counted again)
+    written = {"table2": write_table(_per_task(agents, ["model"]).sort_values("score_pct", ascending=False), out,
                                      "wildclaw_table2"),
                "table3": write_table(_per_task(df, ["model", "harness"]), out, "wildclaw_table3")}
     cats = (df.groupby(["category", "harness", "model"])["score"].mean() * 100).round(1).reset_index()

@@ -176,8 +176,18 @@ def runs_frame(runs: dict[Path, list[TaskResult]]) -> pd.DataFrame:
         rows.append({"Run": run.name, "Harness": first.harness, "Model": first.model, "Judge": first.judge_model,
                      "Tasks": len(results), "Mean score": sum(r.overall_score or 0.0 for r in results) / max(1, len(results)),
                      "Errors": sum(r.outcome == ERROR for r in results),
-                     "Ablation": f"ABLATION {ablation(run)}" if ablation(run) else ""})
+                     "Ablation": f"ABLATION {ablation(run)}" if ablation(run) else "", "Regrade": regrade_note(run)})
     return pd.DataFrame(rows)
+
+
+def regrade_note(run: Path) -> str:
+    """A regrade's run (`clawswe regrade`): which run it grades again, and with which judge; "" otherwise."""
+    from pytest_clawswe.run.regrade import note
+
+    try:
+        return note(json.loads((run / "run.json").read_text()))
+    except (OSError, ValueError, AttributeError):
+        return ""
 
 
 def ablation_notes(runs: list[Path]) -> Markup:
