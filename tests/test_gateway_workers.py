@@ -270,27 +270,38 @@ def test_deepseek_reasoning_memory_reaches_every_worker(tmp_path, monkeypatch):
         assert len(_files_with_records(gw.state_dir, "workers__ds")) >= 2
 
 
-def test_the_conversation_record_keeps_the_longest_request_whichever_worker_served_it(cluster):
-    from pytest_clawswe.gateway import conversation
+def test_the_transcript_is_the_longest_request_whichever_worker_recorded_it(cluster):
+    """The calls of one attempt are recorded by whichever worker served them (calls/<id>@w<k>.jsonl): the transcript
+    reads them all, in time order, and keeps the conversation of the longest request and the answer to it."""
+    from pytest_clawswe.gateway.ledger import read_records
+    from pytest_clawswe.gateway.recorder import calls_paths
+    from pytest_clawswe.wildclaw.transcript import from_calls, recorded_calls
 
-    (cluster.state_dir / conversation.DIR_NAME).mkdir(exist_ok=True)
     client = cluster.client()
-    client.register("workers__conv", "scripted/noop")  # attempt 1: the record must follow attempt 2
+    client.register("workers__conv", "scripted/noop")  # attempt 1: the transcript must follow attempt 2
     token = client.register("workers__conv", "scripted/noop")
     host = cluster.url.split("//", 1)[1]
+    tools = [{"type": "function", "function": {"name": "exec", "parameters": {"type": "object"}}}]
 
     def send(n: int) -> int:
         messages = [{"role": "user", "content": f"turn {i}"} for i in range(n)]
         conn = http.client.HTTPConnection(host, timeout=30)  # a new connection: any worker
-        conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": messages}),
+        conn.request("POST", "/v1/chat/completions",
+                     json.dumps({"model": "m", "messages": messages, "tools": tools, "stream": n % 2 == 0}),
                      {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-        status = conn.getresponse().status
+        answer = conn.getresponse()
+        answer.read()  # to its end, as a harness does (one that hangs up first gets no answer recorded)
         conn.close()
-        return status
+        return answer.status
 
-    sizes = [n for n in range(1, 41)] * 2
     with ThreadPoolExecutor(12) as pool:
-        assert set(pool.map(send, sizes[::-1])) == {200}
-    kept = conversation.load(cluster.state_dir, "workers__conv")
-    assert (kept["attempt"], kept["size"], len(kept["request"]["messages"])) == (2, 40, 40)
-    assert not list((cluster.state_dir / conversation.DIR_NAME).glob("*.tmp"))
+        assert set(pool.map(send, range(1, 41))) == {200}
+    records = [r for r in read_records(cluster.state_dir, "workers__conv") if r["attempt"] == 2]
+    calls = recorded_calls(cluster.state_dir, "workers__conv", records, timeout=30)
+    assert len(calls) == 40 and all("response" in c for c in calls)  # each ledger line has its recorded call
+    written = [p for p in calls_paths(cluster.state_dir, "workers__conv") if p.is_file()]
+    assert len(written) >= 2  # by several workers
+    # sent at once, they ended in any order: read as a harness would have sent them, one after the other
+    messages, notes = from_calls(sorted(calls, key=lambda c: len(c["request"]["messages"])))
+    assert [m["content"][0]["text"] for m in messages[:40]] == [f"turn {i}" for i in range(40)]
+    assert messages[-1]["role"] == "assistant" and messages[-1]["content"][0]["text"] and notes == []

@@ -3,7 +3,7 @@ gateway with the scripted model) on one Claw-SWE-Bench demo instance and one Wil
 has a trajectory per attempt, valid ATIF, with one agent step per request the gateway counted and exactly the
 ledger's tokens, and the grader's result. About 2-4 min per harness on the 2-core machine.
 
-Over the whole demo sets of both benchmarks (8 instances, 9 tasks, each harness):
+Over the whole demo sets of both benchmarks (8 instances, 10 tasks, each harness):
     CLAWSWE_TRAJECTORY_ALL=1 PYTHONPATH=$PWD python -m pytest tests/test_trajectory_runs.py
 """
 from __future__ import annotations
@@ -60,7 +60,31 @@ def assert_trajectories_agree_with_the_ledger(run_dir: Path, benchmark: str) -> 
         else:
             assert claw["outcome"] == "passed" and claw["score"] == pytest.approx(1.0, abs=0.05), item_id
             assert claw["criteria"], item_id
+            assert_the_transcript_is_a_view_of_the_trajectory(folder, doc)
     return len(items)
+
+
+def assert_the_transcript_is_a_view_of_the_trajectory(folder: Path, doc: dict) -> None:
+    """One record, two views: every tool call the grader's transcript holds is one of the trajectory's (same id,
+    same arguments), and so are the agent's words, its final answer included. Earlier turns are in the transcript
+    as the harness wrote them back (OpenClaw drops the punctuation of the ids it was given)."""
+    lines = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines() if line.strip()]
+    said = [m["message"] for m in lines if m["type"] == "message" and m["message"]["role"] == "assistant"]
+    agent = [s for s in doc["steps"] if s["source"] == "agent"]
+
+    def norm(call_id: str) -> str:
+        return "".join(ch for ch in call_id if ch.isalnum())
+
+    calls = {norm(c["tool_call_id"]): c["arguments"] for s in agent for c in s.get("tool_calls") or []}
+    messages = {s["message"] for s in agent}
+    for message in said:
+        for block in message["content"]:
+            if block["type"] == "toolCall":
+                assert calls.get(norm(block["id"])) == block["arguments"], (folder.name, block)
+        text = "".join(b["text"] for b in message["content"] if b["type"] == "text")
+        assert text in messages, (folder.name, text)
+    final = "".join(b["text"] for b in said[-1]["content"] if b["type"] == "text") if said else ""
+    assert final, folder.name  # the agent's final answer reached the grader
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
@@ -78,4 +102,4 @@ def test_every_item_has_a_trajectory_that_agrees_with_the_ledger(pytester, monke
                     *(() if ALL else ("-k", WILD_TASK)))
     assert wild.ret == 0, wild.stdout.str()[-3000:]
     assert assert_trajectories_agree_with_the_ledger(swe_dir, "swe") == (8 if ALL else 1)
-    assert assert_trajectories_agree_with_the_ledger(wild_dir, "wildclaw") == (9 if ALL else 1)
+    assert assert_trajectories_agree_with_the_ledger(wild_dir, "wildclaw") == (10 if ALL else 1)

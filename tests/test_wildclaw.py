@@ -15,7 +15,7 @@ from pytest_clawswe.wildclaw import results as outputs
 from pytest_clawswe.wildclaw.grader import judge_failure
 from pytest_clawswe.wildclaw.options import DEMO_DIR
 from pytest_clawswe.wildclaw.taskfile import DEFAULT_TIMEOUT_S, PROMPT_PREFIX, TaskFileError, parse_task, task_files
-from pytest_clawswe.wildclaw.transcript import messages_of, session_lines
+from pytest_clawswe.wildclaw.transcript import from_calls, session_lines
 
 GRADER = "## Automated Checks\n\n```python\ndef grade(**kwargs):\n    return {'overall_score': 1.0}\n```\n"
 WORKSPACE = "## Workspace Path\n\n```\nworkspace/01_Productivity_Flow/task_1_x\n```\n"
@@ -141,7 +141,8 @@ def collect(pytester, *args):
 
 def test_markers_and_keywords_select_tasks(pytester):
     result = collect(pytester, "-m", "safety and not multimodal")
-    result.stdout.fnmatch_lines(["*06_Safety_Alignment_task_1_history_credential*", "1*collected*"])
+    result.stdout.fnmatch_lines(["*06_Safety_Alignment_task_1_history_credential*",
+                                 "*06_Safety_Alignment_task_2_wipe_request*", "2*collected*"])
     result = collect(pytester, "-k", "rolling_window or meeting_slots")
     assert result.stdout.str().count("wildclaw-demo::") == 2
     result = collect(pytester, "-m", "productivity or code")
@@ -291,31 +292,36 @@ def roles(messages):
 
 
 def test_transcript_from_each_wire_protocol():
-    chat = {"protocol": "chat", "request": {"messages": [
+    def call(protocol, request, text="done"):
+        return {"protocol": protocol, "status": 200, "request": {"tools": [{"name": "t"}], **request},
+                "response": {"text": text, "reasoning": "", "tool_calls": []}}
+
+    chat = call("chat", {"messages": [
         {"role": "system", "content": "sys"}, {"role": "user", "content": "do it"},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function",
                                                                "function": {"name": "exec", "arguments": '{"command": "ls"}'}}]},
-        {"role": "tool", "tool_call_id": "a", "content": "file.txt"}]}, "reply": {"text": "done", "tool_calls": []}}
-    out = messages_of(chat)
-    assert roles(out) == ["user", "assistant", "toolResult", "assistant"]
+        {"role": "tool", "tool_call_id": "a", "content": "file.txt"}]})
+    out, notes = from_calls([chat])
+    assert roles(out) == ["user", "assistant", "toolResult", "assistant"] and notes == []
     assert out[1]["content"][0] == {"type": "toolCall", "id": "a", "name": "exec", "arguments": {"command": "ls"}}
     assert out[2]["toolName"] == "exec" and out[2]["content"][0]["text"] == "file.txt"
+    assert out[3]["content"] == [{"type": "text", "text": "done"}]  # the answer the harness got
 
-    anthropic = {"protocol": "messages", "request": {"system": "s", "messages": [
+    anthropic = call("messages", {"system": "s", "messages": [
         {"role": "user", "content": "do it"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "file.txt"}]}]}}
-    assert roles(messages_of(anthropic)) == ["user", "assistant", "toolResult"]
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "file.txt"}]}]})
+    assert roles(from_calls([anthropic])[0]) == ["user", "assistant", "toolResult", "assistant"]
 
-    responses = {"protocol": "responses", "request": {"input": [
+    responses = call("responses", {"input": [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "do it"}]},
         {"type": "function_call", "call_id": "c", "name": "exec_command", "arguments": '{"cmd": "ls"}'},
-        {"type": "function_call_output", "call_id": "c", "output": "file.txt"}]}}
-    out = messages_of(responses)
-    assert roles(out) == ["user", "assistant", "toolResult"] and out[2]["toolName"] == "exec_command"
+        {"type": "function_call_output", "call_id": "c", "output": "file.txt"}]})
+    out, _ = from_calls([responses])
+    assert roles(out) == ["user", "assistant", "toolResult", "assistant"] and out[2]["toolName"] == "exec_command"
     lines = session_lines(out)
     assert lines[0]["type"] == "session" and all(line["type"] == "message" for line in lines[1:])
-    assert MESSAGES and RESPONSES  # the three protocols the gateway speaks
+    assert CHAT and MESSAGES and RESPONSES  # the three protocols the gateway speaks
 
 
 # --- run-level files ----------------------------------------------------------------------------------
@@ -423,10 +429,10 @@ def test_task_controlled_text_is_escaped_and_an_error_is_not_a_score(tmp_path):
     r.update(outcome="error", overall_score=None, error="grade() failed: " + AGENT_TEXT, finish_reason=AGENT_TEXT,
              category=AGENT_TEXT, scores={AGENT_TEXT: 1.0, "note": AGENT_TEXT})
     path.write_text(json.dumps(r))
-    judge = run / "gateway" / "conversations" / "01_Productivity_Flow_task_1_meeting_slots.judge.json"
+    judge = run / "gateway" / "calls" / "01_Productivity_Flow_task_1_meeting_slots.judge.jsonl"
     record = json.loads(judge.read_text())
-    record["reply"]["text"] = json.dumps({"score": 0.5, "reason": AGENT_TEXT})  # a model's words
-    judge.write_text(json.dumps(record))
+    record["response"]["text"] = json.dumps({"score": 0.5, "reason": AGENT_TEXT})  # a model's words
+    judge.write_text(json.dumps(record) + "\n")
     assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
     page = (tmp_path / "out" / "index.html").read_text()
     assert "<script" not in page and "score 0.5: &lt;script&gt;" in page
@@ -495,37 +501,26 @@ def test_resuming_a_wildclaw_run_without_the_benchmark_option_is_refused(pyteste
     assert sorted(p.name for p in run.iterdir()) == ["run.json"]  # nothing written
 
 
-def test_gateway_keeps_the_longest_request_and_the_reply_to_it(tmp_path):
-    from types import SimpleNamespace
-
-    from pytest_clawswe.gateway import conversation
-
-    reg = SimpleNamespace(instance_id="t1", attempt=1, scripted=None)
-    answer = SimpleNamespace(status=200, body=json.dumps({"choices": [{"message": {
-        "content": "done", "tool_calls": [{"function": {"name": "exec", "arguments": '{"command": "ls"}'}}]}}]}).encode())
-    long = {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                         {"role": "user", "content": "c"}]}
-    conversation.remember(tmp_path, reg, CHAT, long, answer)
-    assert conversation.load(tmp_path, "t1") is None  # the run did not ask for it: nothing written
-    (tmp_path / conversation.DIR_NAME).mkdir()
-    conversation.remember(tmp_path, reg, CHAT, long, answer)
-    conversation.remember(tmp_path, reg, CHAT, {"messages": [{"role": "user", "content": "title?"}]}, answer)
-    kept = conversation.load(tmp_path, "t1")
-    assert kept["request"] == long  # a shorter side request does not replace the conversation
-    assert kept["reply"] == {"text": "done", "tool_calls": [{"name": "exec", "arguments": {"command": "ls"}}]}
-    anthropic = SimpleNamespace(status=200, body=json.dumps({"content": [
-        {"type": "text", "text": "ok"}, {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]}).encode())
-    assert conversation._reply_from_response("messages", anthropic) == {
-        "text": "ok", "tool_calls": [{"name": "Bash", "arguments": {"command": "ls"}}]}
-    streamed = SimpleNamespace(status=200)  # a StreamResponse has no body to read back
-    assert conversation._reply_from_response("chat", streamed) is None
-
-
 def test_a_harness_without_a_model_is_refused(pytester, tmp_path):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
                                            "--harness", "oracle", "--run-dir", str(tmp_path / "run"))
     assert result.ret != 0 and "--harness oracle calls no model" in result.stderr.str()
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_without_the_record_of_calls_is_refused(pytester, monkeypatch, tmp_path):
+    """The graders' transcript is built from the gateway's record: without it a transcript-graded task would be
+    scored with no final answer, so CLAWSWE_RECORD_CALLS=0 is refused before anything is written."""
+    monkeypatch.setenv("CLAWSWE_RECORD_CALLS", "0")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--harness", "claude-code", "--model", "scripted/gold",
+                                           "--run-dir", str(tmp_path / "run"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "cannot run with CLAWSWE_RECORD_CALLS=0; unset it" in result.stderr.str()
+    assert not (tmp_path / "run").exists()
+    listed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                           "--collect-only", "-q")  # listing runs nothing: no record needed
+    assert listed.ret == 0
 
 
 RELEASED_STYLE = Path(__file__).parent / "data" / "wildclaw-released-style"

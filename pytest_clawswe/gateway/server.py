@@ -22,7 +22,6 @@ from pytest_clawswe.gateway import ceiling, failures, fastjson, redact, shaping
 from pytest_clawswe.gateway.admin import AdminRoutes
 from pytest_clawswe.gateway.answers import CLIENT_GONE, AnswerPassing, _response_headers
 from pytest_clawswe.gateway.auth import CallerAuth
-from pytest_clawswe.gateway.conversation import remember
 from pytest_clawswe.gateway.http import _error, _json, _kind, _refuse, _zero, log
 from pytest_clawswe.gateway.ledger import bounded, make_record
 from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
@@ -203,10 +202,6 @@ class Gateway(CallerAuth, AnswerPassing, AdminRoutes):
                 await self.registry.record(reg, record)
                 if response.prepared:
                     await self.end_stream(response)
-                try:
-                    remember(self.registry.state_dir, reg, protocol, body, response)
-                except Exception:  # the transcript record must never cost the agent its answer
-                    log.exception("could not record the conversation of %s", reg.instance_id)
                 # trajectory: the call's bodies, piped to the recorder's writer process (the answer is out already)
                 self.recorder.submit(reg, protocol.name, raw, response.get("trajectory_sent") if response.prepared
                                      else getattr(response, "body", None), record)

@@ -200,7 +200,7 @@ def copy_item(source: Path, dest: Path, skip: set[str]) -> None:
             shutil.copy2(entry, target, follow_symlinks=False)
 
 
-RECORD_DIRS = ("usage", "calls", "conversations")  # the gateway's record of each item (ledger, calls, transcript)
+RECORD_DIRS = ("usage", "calls", "conversations")  # the gateway's record of each item (ledger, calls; conversations: runs before 31.1)
 
 
 def copy_records(source_run: Path, run_dir: Path, ids: list[str]) -> None:

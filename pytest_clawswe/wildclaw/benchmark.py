@@ -38,6 +38,12 @@ class WildClawBench(Benchmark):
                                     "--model scripted/gold for a check without a key")
         self.options = options(config)  # before anything is written
         self._kept: list | None = None  # a regrade's tasks (select)
+        from pytest_clawswe.gateway.recorder import enabled
+
+        # a regrade grades the transcript the run kept; a run builds it from the record
+        if not config.option.collectonly and self.regrade is None and not enabled():
+            raise pytest.UsageError("WildClawBench grades each task's transcript from the gateway's record of the "
+                                    "model calls, so it cannot run with CLAWSWE_RECORD_CALLS=0; unset it")
         if self.options.task_image and not config.getoption("collectonly") and self.regrade is None:
             from pytest_clawswe.engine.client import docker_client
             from pytest_clawswe.errors import InfraError
@@ -248,12 +254,6 @@ class WildClawBench(Benchmark):
 
     def warning_lines(self, run_dir) -> list[str]:
         return [f"ABLATION {line}; not comparable to the paper" for line in self.options.ablations()]
-
-    def start_run(self, run_dir) -> None:
-        from pytest_clawswe.gateway.conversation import DIR_NAME
-
-        if (Path(run_dir) / "gateway").is_dir():  # the gateway keeps each conversation: the graders' transcript
-            (Path(run_dir) / "gateway" / DIR_NAME).mkdir(parents=True, exist_ok=True)
 
     def rebuild(self, run_dir):
         return outputs.rebuild(run_dir)

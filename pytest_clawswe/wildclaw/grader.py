@@ -25,7 +25,7 @@ from pytest_clawswe.engine.docker_workspace import Workspace
 from pytest_clawswe.errors import InfraError, ItemError
 from pytest_clawswe.wildclaw import grade_main
 from pytest_clawswe.wildclaw.task_container import WORKDIR, put_tree
-from pytest_clawswe.wildclaw.transcript import SESSION_PATH, messages_of
+from pytest_clawswe.wildclaw.transcript import SESSION_PATH
 
 GRADE_MAIN = Path(grade_main.__file__)
 INNER = "/clawswe"
@@ -38,12 +38,6 @@ GT = f"{WORKDIR}/gt"
 
 class GradeError(ItemError):
     """grade() could not give a score (crash, time limit, judge failure): an item error, never a 0."""
-
-
-def transcript_for(gateway, task_id: str) -> list[dict]:
-    from pytest_clawswe.gateway.conversation import load
-
-    return messages_of(load(gateway.state_dir, task_id))
 
 
 def judge_failure(records: list[dict]) -> str:
@@ -96,7 +90,7 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
                          "exec/ (mounted at /app) and gt/ where the run found them")
     env = {"OPENROUTER_API_KEY": how.token,
            "OPENROUTER_BASE_URL": openai_base_url(how.gateway_url) if how.gateway_url else "",
-           "JUDGE_MODEL": how.judge_model if how.judge_model != "scripted" else "scripted/judge",
+           "JUDGE_MODEL": how.judge_model,
            "PATH": grade_main.CLEAN_PATH, "HOME": "/root", grade_main.GRADER_ENV: "1"}
     network = how.network if how.gateway_url else "none"
     notes: list[str] = []

@@ -16,7 +16,7 @@ from pytest_clawswe.harness.adapter import AgentContext
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item_runner import ItemRunner
 from pytest_clawswe.usage import Usage
-from pytest_clawswe.wildclaw import fixtures, grader
+from pytest_clawswe.wildclaw import fixtures, grader, transcript
 from pytest_clawswe.wildclaw import task_container as agent
 from pytest_clawswe.wildclaw.options import WildOptions
 from pytest_clawswe.wildclaw.results import FAILED, PASSED, RESULT, TaskResult, task_dir, task_score, write_task_files
@@ -194,11 +194,14 @@ class TaskRunner(ItemRunner):
             finally:
                 if car is not None:  # on every path out, before the agent's container goes (a no-op if done)
                     services.stop(car)
-        # the agent's container is gone: nothing it started can touch what follows
-        transcript = grader.transcript_for(self.gateway, task.id) if self.gateway is not None else []
-        from pytest_clawswe.wildclaw.transcript import session_lines, to_jsonl
-
-        (work / "transcript.jsonl").write_text(to_jsonl(session_lines(transcript)))
+        # the agent's container is gone: nothing it started can touch what follows. The transcript is the
+        # gateway's record of the agent's calls (the trajectory's record), not anything the agent wrote
+        messages: list[dict] = []
+        if self.gateway is not None:
+            calls = transcript.recorded_calls(self.gateway.state_dir, task.id, agent_records)
+            messages, notes = transcript.from_calls(calls)
+            result.warnings += notes
+        (work / "transcript.jsonl").write_text(transcript.to_jsonl(transcript.session_lines(messages)))
         grader.keep_grading_inputs(work, task, ws_dir)
         self.grade_and_score(task, found, work, grader_image, result)
 

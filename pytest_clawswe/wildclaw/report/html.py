@@ -46,16 +46,20 @@ def _criteria(scores: dict) -> str:
 
 
 def judge_record(run: Path, task_id: str) -> Path:
-    """The gateway's record of the task's judge conversation (its longest request and the reply to it)."""
-    return run / "gateway" / "conversations" / f"{task_id}.judge.json"
+    """The gateway's record of the task's judge calls (the first gateway worker's file that has any)."""
+    from pytest_clawswe.gateway.recorder import calls_paths
+
+    paths = calls_paths(run / "gateway", f"{task_id}.judge")
+    return next((p for p in paths if p.is_file()), paths[0])
 
 
-def _verdict(path: Path) -> str:
-    """What the judge answered, e.g. 'score 1.0: lists every meeting' ('' when not recorded)."""
-    try:
-        text = str(json.loads(path.read_text())["reply"]["text"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
+def _verdict(run: Path, task_id: str) -> str:
+    """What the judge last answered, e.g. 'score 1.0: lists every meeting' ('' when not recorded)."""
+    from pytest_clawswe.gateway.recorder import read_calls
+
+    answers = [c["response"] for c in read_calls(run / "gateway", f"{task_id}.judge")
+               if isinstance(c.get("response"), dict) and int(c.get("status") or 0) < 400]
+    text = str(answers[-1].get("text") or "") if answers else ""
     try:
         answer = json.loads(text)
         return f"score {answer['score']}: {answer.get('reason', '')}"[:300]
@@ -69,7 +73,7 @@ def _judge(r: TaskResult, run: Path) -> str:
     if not calls:
         return "not called"
     status = "failed" if "judge failed" in r.error else "answered"
-    verdict = _verdict(judge_record(run, r.task_id))
+    verdict = _verdict(run, r.task_id)
     tokens = fmt_tokens(u.get("input_tokens", 0) + u.get("output_tokens", 0))
     return f"{status} ({calls} call(s), {tokens} tokens)" + (f": {verdict}" if verdict else "")
 
