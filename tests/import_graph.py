@@ -1,8 +1,9 @@
 """The package's import graph, read with `ast`, and the layout rules docs/architecture.md states: no cycle, no
-import from the core into a benchmark package or between two of them, no module over MAX_LINES lines.
+import from the core into a benchmark package or between two of them, imports down the layers only (LAYERS), no
+module over MAX_LINES lines.
 
 Every import counts, those inside functions too. tests/test_architecture.py holds the code to these rules; run
-`python tests/import_graph.py` for the figures (modules, arrows, cycles, arrows back up).
+`python tests/import_graph.py` for the figures (modules, arrows, cycles, arrows back up, arrows up the layers).
 """
 from __future__ import annotations
 
@@ -14,6 +15,23 @@ from pathlib import Path
 MAX_LINES = 450
 PACKAGE = "pytest_clawswe"
 SKIP = ("data", "svc")  # shipped data; the code run inside the WildClawBench sidecar (stdlib only, its own root)
+BENCHMARKS = "benchmarks"  # in LAYERS: the packages the clawswe.benchmarks entry points name
+# The layers of docs/architecture.md, top first: a module imports its own layer or a lower one. Each names the
+# package's top-level modules and folders it holds.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("doors", ("plugin", "cli", "hookspecs", "api")),
+    (BENCHMARKS, ()),
+    ("report", ("report",)),
+    ("run", ("run",)),
+    ("trajectory", ("trajectory",)),
+    ("harness", ("harness",)),
+    ("gateway", ("gateway",)),
+    ("engine", ("engine",)),
+    ("vocabulary", ("errors", "labels", "paths", "files", "usage", "prices")),
+]
+# Arrows that run up the layers today, each kept until the move that ends it (issue 33's stage B empties it):
+# (importer, imported): why it is still there.
+LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 @dataclass
@@ -111,9 +129,25 @@ class Graph:
 
         return sorted((a, b) for a, b in self.arrows if owner(b) is not None and owner(a) != owner(b))
 
+    def layer_breaks(self, layers: list[tuple[str, tuple[str, ...]]]) -> tuple[list[tuple[str, str]], list[str]]:
+        """(arrows from a module to one in a higher layer, modules in no layer): `layers` top first, each a name
+        and the top-level modules and folders of the package it holds. The package's own __init__ is in none."""
+        rank = {top: number for number, (_, holds) in enumerate(layers) for top in holds}
+        ranks = {m: rank.get(m.split(".")[1]) for m in self.modules if "." in m}
+        up = sorted((a, b) for a, b in self.arrows
+                    if ranks.get(a) is not None and ranks.get(b) is not None and ranks[a] > ranks[b])  # type: ignore[operator]
+        return up, sorted(m for m, r in ranks.items() if r is None)
+
     def oversized(self, max_lines: int = MAX_LINES) -> list[tuple[str, int]]:
         sizes = ((m, len(p.read_text().splitlines())) for m, p in self.modules.items())
         return sorted((m, n) for m, n in sizes if n > max_lines)
+
+
+def layers(benchmarks: list[str], package: str = PACKAGE) -> list[tuple[str, tuple[str, ...]]]:
+    """LAYERS with the benchmark layer holding `benchmarks` (packages such as pytest_clawswe.swe; one outside
+    `package` is no module of its graph)."""
+    mine = tuple(b.split(".")[1] for b in benchmarks if b.startswith(package + "."))
+    return [(name, mine if name == BENCHMARKS else holds) for name, holds in LAYERS]
 
 
 def installed_benchmark_packages() -> list[str]:
@@ -128,9 +162,15 @@ def main() -> int:
     graph = Graph.read(root)
     benchmarks = installed_benchmark_packages()
     sizes = sorted(((len(p.read_text().splitlines()), m) for m, p in graph.modules.items()), reverse=True)
+    up, placeless = graph.layer_breaks(layers(benchmarks))
     print(f"{len(graph.modules)} modules, {len(graph.arrows)} arrows, {len(graph.cycles())} cycles, "
-          f"{len(graph.arrows_back_up(benchmarks))} arrows back up (benchmarks: {', '.join(benchmarks)}); "
+          f"{len(graph.arrows_back_up(benchmarks))} arrows back up (benchmarks: {', '.join(benchmarks)}), "
+          f"{len(up)} up the layers ({len(LAYER_EXCEPTIONS)} allowed), {len(placeless)} in no layer; "
           f"largest: {sizes[0][1]} {sizes[0][0]}")
+    for a, b in up:
+        print(f"  up the layers: {a} -> {b}" + (f" (allowed: {LAYER_EXCEPTIONS[a, b]})" if (a, b) in LAYER_EXCEPTIONS else ""))
+    for module in placeless:
+        print(f"  in no layer: {module}")
     return 0
 
 
