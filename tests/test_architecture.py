@@ -1,6 +1,7 @@
 """The layout docs/architecture.md draws, held by a test: one core that names no benchmark, benchmark packages
 as peers, imports down the layers only, no import cycle, no module over 450 lines (tests/import_graph.py reads the
 imports with ast)."""
+import ast
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,24 @@ def test_imports_go_down_the_layers(graph):
     assert placeless == [], "put these in a layer of tests/import_graph.py's LAYERS (and docs/architecture.md)"
     assert [a for a in up if a not in LAYER_EXCEPTIONS] == [], "these import a higher layer"
     assert [a for a in LAYER_EXCEPTIONS if a not in up] == [], "these allowed arrows are gone: strike them"
+
+
+def test_a_benchmark_of_our_own_imports_only_the_authors_face():
+    """tests/tinybench, a benchmark and harness written as an author outside the package would, imports from
+    pytest_clawswe.api alone; every name that face offers is there and is defined elsewhere (it only hands names on)."""
+    import pytest_clawswe.api as face
+
+    imported = set()
+    for path in (ROOT / "tests" / "tinybench").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                imported.add(node.module or "")
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+    assert sorted(m for m in imported if m.split(".")[0] == "pytest_clawswe") == ["pytest_clawswe.api"]
+    offered = [n for n in vars(face) if n.isidentifier() and not n.startswith("_")]  # (not pytest's own, "@py_...")
+    assert sorted(face.__all__) == sorted(offered)
+    assert all(getattr(face, name).__module__ != face.__name__ for name in face.__all__)
 
 
 def test_no_module_over_the_limit(graph):
