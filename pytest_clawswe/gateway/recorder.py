@@ -8,15 +8,17 @@ provider keys, the instance's gateway token and the admin token in every form re
 
 Off the request's path and out of the gateway's process: `submit` (called once the answer went out) hands the
 raw request bytes, the bytes sent back and the ledger line to a writer process (record_writer.py) through a
-pipe, as one write on the event loop; the writer reads the answer back, redacts and appends, line by line (an
-interrupted run keeps every call already recorded). The gateway's own interpreter does no JSON, redaction or
-disk work for it, so the record takes no CPU time (or interpreter lock) from the answers.
+pipe, as one write on the event loop; the writer reads the answer back, redacts and appends (every call it has
+read is flushed before it waits for more: an interrupted run keeps every call already recorded). The gateway's
+own interpreter does no JSON, redaction or disk work for it beyond the call's header, so the record takes
+little CPU time (or interpreter lock) from the answers.
 
 Bounded: at most CLAWSWE_RECORD_MAX_MB (default 64) per instance and gateway process; past it a line keeps
 its ledger fields and the answer (if under 64 KiB) but not the request body, and says what was cut in `cut`
-({"request_bytes": n, "response_bytes": m}). The gateway's memory is bounded too: while more than 8 MiB wait
-for the writer, calls go without their request body (`cut` says so), and past 64 MiB they are not recorded
-(counted as not recorded in the trajectory). CLAWSWE_RECORD_CALLS=0 turns recording off.
+({"request_bytes": n, "response_bytes": m}). The gateway's memory is bounded too: while more than 2 MiB wait
+for the writer (or a request is over 4 MiB), calls go without their request body (`cut` says so), and past
+16 MiB they are not recorded (counted as not recorded in the trajectory). CLAWSWE_RECORD_CALLS=0 turns
+recording off.
 """
 from __future__ import annotations
 
@@ -72,10 +74,12 @@ def read_calls(state_dir: str | Path, instance_id: str, attempt: int | None = No
     return read_lines(calls_paths(state_dir, instance_id), attempt)
 
 
-def frame(head: dict, request: bytes, sent: bytes) -> bytes:
-    """One call on the pipe: three lengths, then the header (JSON), the request and the answer as sent."""
+def frame(head: dict, request: bytes, sent: list[bytes]) -> bytes:
+    """One call on the pipe: three lengths, then the header (JSON), the request and the answer as sent (its
+    pieces joined here: the one copy of the call made on the event loop)."""
     header = fastjson.dumps(head)
-    return struct.pack(">III", len(header), len(request), len(sent)) + header + request + sent
+    lengths = struct.pack(">III", len(header), len(request), sum(map(len, sent)))
+    return b"".join([lengths, header, request, *sent])
 
 
 class Recorder:
@@ -108,7 +112,7 @@ class Recorder:
         if not self.on:
             return
         try:
-            data = b"".join(sent) if isinstance(sent, list) else sent if isinstance(sent, bytes) else b""
+            data = sent if isinstance(sent, list) else [sent] if isinstance(sent, bytes) else []
             head = {"instance_id": reg.instance_id, "protocol": protocol, "record": record,
                     "secrets": [reg.token, reg.upstream.key() if reg.upstream is not None else ""]}
             if self._transport is not None and self._transport.get_write_buffer_size() > BODIES_BEHIND:
