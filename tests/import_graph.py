@@ -3,7 +3,8 @@ import from the core into a benchmark package or between two of them, imports do
 module over MAX_LINES lines.
 
 Every import counts, those inside functions too. tests/test_architecture.py holds the code to these rules; run
-`python tests/import_graph.py` for the figures (modules, arrows, cycles, arrows back up, arrows up the layers).
+`python tests/import_graph.py` for the figures (modules, arrows, cycles, arrows back up, arrows up the layers);
+`python tests/import_graph.py --floors [pytest_clawswe.gateway]` for the floors of the package's (or a folder's) units.
 """
 from __future__ import annotations
 
@@ -138,6 +139,32 @@ class Graph:
                     if ranks.get(a) is not None and ranks.get(b) is not None and ranks[a] > ranks[b])  # type: ignore[operator]
         return up, sorted(m for m, r in ranks.items() if r is None)
 
+    def floors(self, inside: str = PACKAGE) -> dict[str, int]:
+        """The floor of each unit under `inside` (a module, or a folder taken as one): 1 for a unit that imports
+        no other, else one above the highest it imports (imports inside functions too). The units' arrows only;
+        a unit in a cycle (there is none) takes the floor of the first pass."""
+        depth = inside.count(".") + 1
+
+        def unit(module: str) -> str | None:
+            if module != inside and not module.startswith(inside + "."):
+                return None
+            return ".".join(module.split(".")[:depth + 1]) if module != inside else None
+
+        units = {u for u in map(unit, self.modules) if u}
+        under = {(unit(a), unit(b)) for a, b in self.arrows}
+        succ = {u: {b for a, b in under if a == u and b and b != u} for u in units}
+        floor: dict[str, int] = {}
+
+        def rise(u: str, seen: tuple = ()) -> int:
+            if u not in floor:
+                below = [rise(b, (*seen, u)) for b in succ[u] if b not in seen]
+                floor[u] = 1 + max(below, default=0)
+            return floor[u]
+
+        for u in sorted(units):
+            rise(u)
+        return floor
+
     def oversized(self, max_lines: int = MAX_LINES) -> list[tuple[str, int]]:
         sizes = ((m, len(p.read_text().splitlines())) for m, p in self.modules.items())
         return sorted((m, n) for m, n in sizes if n > max_lines)
@@ -157,9 +184,26 @@ def installed_benchmark_packages() -> list[str]:
     return sorted({ep.value.split(":")[0].rpartition(".")[0] for ep in entry_points(group="clawswe.benchmarks")})
 
 
+def print_floors(graph: Graph, inside: str) -> None:
+    """`--floors [PACKAGE.FOLDER]`: each unit's floor, top first, with its modules and lines."""
+    floors = graph.floors(inside)
+    lines = {u: sum(len(p.read_text().splitlines()) for m, p in graph.modules.items() if m == u or m.startswith(u + "."))
+             for u in floors}
+    count = {u: sum(1 for m in graph.modules if m == u or m.startswith(u + ".")) for u in floors}
+    arrows = {(a, b) for a, b in graph.arrows if a in floors and b in floors} | {
+        (ua, ub) for a, b in graph.arrows for ua in floors for ub in floors
+        if ua != ub and (a == ua or a.startswith(ua + ".")) and (b == ub or b.startswith(ub + "."))}
+    print(f"{inside}: {len(floors)} units on {max(floors.values(), default=0)} floors, {len(arrows)} arrows between them")
+    for unit, floor in sorted(floors.items(), key=lambda x: (-x[1], x[0])):
+        print(f"  floor {floor:2d}  {unit.removeprefix(inside + '.')}  {count[unit]} modules, {lines[unit]} lines")
+
+
 def main() -> int:
     root = Path(__file__).resolve().parents[1]
     graph = Graph.read(root)
+    if sys.argv[1:2] == ["--floors"]:
+        print_floors(graph, sys.argv[2] if len(sys.argv) > 2 else PACKAGE)
+        return 0
     benchmarks = installed_benchmark_packages()
     sizes = sorted(((len(p.read_text().splitlines()), m) for m, p in graph.modules.items()), reverse=True)
     up, placeless = graph.layer_breaks(layers(benchmarks))
