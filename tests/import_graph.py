@@ -4,7 +4,8 @@ module over MAX_LINES lines.
 
 Every import counts, those inside functions too. tests/test_architecture.py holds the code to these rules; run
 `python tests/import_graph.py` for the figures (modules, arrows, cycles, arrows back up, arrows up the layers);
-`python tests/import_graph.py --floors [pytest_clawswe.gateway]` for the floors of the package's (or a folder's) units.
+`python tests/import_graph.py --floors [pytest_clawswe.gateway]` for the floors of the package's (or a folder's) units;
+`python tests/import_graph.py --long-functions [60]` for the functions longer than that.
 """
 from __future__ import annotations
 
@@ -165,6 +166,17 @@ class Graph:
             rise(u)
         return floor
 
+    def long_functions(self, limit: int = 60) -> list[tuple[int, str]]:
+        """(lines, module:line name) of every function or method longer than `limit` lines, longest first."""
+        found = []
+        for module, path in self.modules.items():
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > limit:
+                        found.append((lines, f"{module}:{node.lineno} {node.name}"))
+        return sorted(found, reverse=True)
+
     def oversized(self, max_lines: int = MAX_LINES) -> list[tuple[str, int]]:
         sizes = ((m, len(p.read_text().splitlines())) for m, p in self.modules.items())
         return sorted((m, n) for m, n in sizes if n > max_lines)
@@ -203,6 +215,10 @@ def main() -> int:
     graph = Graph.read(root)
     if sys.argv[1:2] == ["--floors"]:
         print_floors(graph, sys.argv[2] if len(sys.argv) > 2 else PACKAGE)
+        return 0
+    if sys.argv[1:2] == ["--long-functions"]:
+        for lines, where in graph.long_functions(int(sys.argv[2]) if len(sys.argv) > 2 else 60):
+            print(f"{lines:4d}  {where}")
         return 0
     benchmarks = installed_benchmark_packages()
     sizes = sorted(((len(p.read_text().splitlines()), m) for m, p in graph.modules.items()), reverse=True)

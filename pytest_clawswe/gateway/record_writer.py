@@ -47,9 +47,18 @@ class Scrubber:
     def scrub(self, line: bytes, secrets: list[str]) -> bytes:
         escaped = b"\\u00" in line or b"\\/" in line
         lowered = None
-        for secret in dict.fromkeys(s for s in secrets if s):
+        done: set[str] = set()
+        for secret in secrets:
+            if not secret or secret in done:
+                continue
+            done.add(secret)
             forms, lower = self._cached_forms(secret)
-            if not escaped and not any(form in line for form in forms):
+            hit = escaped
+            for form in forms:  # (a loop, not any(): this runs for every secret of every call)
+                if hit:
+                    break
+                hit = form in line
+            if not hit:
                 if lowered is None:
                     lowered = line.lower()
                 if lower not in lowered:
