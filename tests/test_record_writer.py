@@ -156,3 +156,15 @@ def _wait_for(condition, timeout: float = 30.0) -> None:
 def test_stream_events_are_read_as_one_by_one(data):
     """The quick reading of a stream's events (one parse for all) gives what reading each event alone gives."""
     assert _events(data) == _events_one_by_one(data.replace(b"\r\n", b"\n"))
+
+
+def test_a_streamed_answer_with_a_null_choice_is_still_read_back():
+    """A chunk whose choices hold a null (seen from OpenAI-compatible proxies) cost the call its line: the read-back
+    raised (failed before: AttributeError)."""
+    from pytest_clawswe.gateway.reassemble import reassemble
+
+    data = (b'data: {"model":"m","choices":[null]}\n\n'
+            b'data: {"choices":[{"delta":{"content":"done"},"finish_reason":"stop"}],"usage":{"total_tokens":3}}\n\n'
+            b"data: [DONE]\n\n")
+    turn = reassemble("chat", data, True)
+    assert (turn["text"], turn["stop"], turn["model"], turn["usage"]) == ("done", "stop", "m", {"total_tokens": 3})

@@ -101,20 +101,27 @@ def _chat_body(obj: dict) -> dict:
 def _chat_stream(events: list[dict]) -> dict:
     out = empty()
     text, reasoning, calls = [], [], {}  # calls: index -> {id, name, arguments pieces}
-    for data in events:
+    for data in events:  # (one pass, few lookups: a long answer is hundreds of events)
         if data.get("usage"):
             out["usage"] = data["usage"]
-        out["model"] = out["model"] or str(data.get("model") or "")
-        for choice in data.get("choices") or []:
-            delta = (choice or {}).get("delta") or {}
-            text.append(_text(delta.get("content")))
-            reasoning.append(_text(delta.get("reasoning_content") or delta.get("reasoning")))
-            for part in delta.get("tool_calls") or []:
-                slot = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": []})
-                fn = part.get("function") or {}
-                slot["id"] = slot["id"] or str(part.get("id") or "")
-                slot["name"] = slot["name"] or str(fn.get("name") or "")
-                slot["arguments"].append(_args_text(fn.get("arguments") or ""))
+        if not out["model"]:
+            out["model"] = str(data.get("model") or "")
+        for choice in data.get("choices") or ():
+            if not choice:
+                continue
+            delta = choice.get("delta")
+            if delta:
+                if delta.get("content"):
+                    text.append(_text(delta["content"]))
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                if thought:
+                    reasoning.append(_text(thought))
+                for part in delta.get("tool_calls") or ():
+                    slot = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": []})
+                    fn = part.get("function") or {}
+                    slot["id"] = slot["id"] or str(part.get("id") or "")
+                    slot["name"] = slot["name"] or str(fn.get("name") or "")
+                    slot["arguments"].append(_args_text(fn.get("arguments") or ""))
             if choice.get("finish_reason"):
                 out["stop"] = choice["finish_reason"]
         if isinstance(data.get("error"), dict):
