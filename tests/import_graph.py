@@ -1,8 +1,11 @@
 """The package's import graph, read with `ast`, and the layout rules docs/architecture.md states: no cycle, no
-import from the core into a benchmark package or between two of them, no module over MAX_LINES lines.
+import from the core into a benchmark package or between two of them, imports down the layers only (LAYERS), no
+module over MAX_LINES lines.
 
 Every import counts, those inside functions too. tests/test_architecture.py holds the code to these rules; run
-`python tests/import_graph.py` for the figures (modules, arrows, cycles, arrows back up).
+`python tests/import_graph.py` for the figures (modules, arrows, cycles, arrows back up, arrows up the layers);
+`python tests/import_graph.py --floors [pytest_clawswe.gateway]` for the floors of the package's (or a folder's) units;
+`python tests/import_graph.py --long-functions [60]` for the functions longer than that.
 """
 from __future__ import annotations
 
@@ -14,6 +17,23 @@ from pathlib import Path
 MAX_LINES = 450
 PACKAGE = "pytest_clawswe"
 SKIP = ("data", "svc")  # shipped data; the code run inside the WildClawBench sidecar (stdlib only, its own root)
+BENCHMARKS = "benchmarks"  # in LAYERS: the packages the clawswe.benchmarks entry points name
+# The layers of docs/architecture.md, top first: a module imports its own layer or a lower one. Each names the
+# package's top-level modules and folders it holds.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("doors", ("plugin", "cli", "hookspecs", "api")),
+    (BENCHMARKS, ()),
+    ("report", ("report",)),
+    ("run", ("run",)),
+    ("trajectory", ("trajectory",)),
+    ("harness", ("harness",)),
+    ("gateway", ("gateway",)),
+    ("engine", ("engine",)),
+    ("vocabulary", ("errors", "labels", "paths", "files", "usage", "prices")),
+]
+# Arrows that run up the layers today, each kept until the move that ends it (issue 33's stage B empties it):
+# (importer, imported): why it is still there.
+LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 @dataclass
@@ -111,9 +131,62 @@ class Graph:
 
         return sorted((a, b) for a, b in self.arrows if owner(b) is not None and owner(a) != owner(b))
 
+    def layer_breaks(self, layers: list[tuple[str, tuple[str, ...]]]) -> tuple[list[tuple[str, str]], list[str]]:
+        """(arrows from a module to one in a higher layer, modules in no layer): `layers` top first, each a name
+        and the top-level modules and folders of the package it holds. The package's own __init__ is in none."""
+        rank = {top: number for number, (_, holds) in enumerate(layers) for top in holds}
+        ranks = {m: rank.get(m.split(".")[1]) for m in self.modules if "." in m}
+        up = sorted((a, b) for a, b in self.arrows
+                    if ranks.get(a) is not None and ranks.get(b) is not None and ranks[a] > ranks[b])  # type: ignore[operator]
+        return up, sorted(m for m, r in ranks.items() if r is None)
+
+    def floors(self, inside: str = PACKAGE) -> dict[str, int]:
+        """The floor of each unit under `inside` (a module, or a folder taken as one): 1 for a unit that imports
+        no other, else one above the highest it imports (imports inside functions too). The units' arrows only;
+        a unit in a cycle (there is none) takes the floor of the first pass."""
+        depth = inside.count(".") + 1
+
+        def unit(module: str) -> str | None:
+            if module != inside and not module.startswith(inside + "."):
+                return None
+            return ".".join(module.split(".")[:depth + 1]) if module != inside else None
+
+        units = {u for u in map(unit, self.modules) if u}
+        under = {(unit(a), unit(b)) for a, b in self.arrows}
+        succ = {u: {b for a, b in under if a == u and b and b != u} for u in units}
+        floor: dict[str, int] = {}
+
+        def rise(u: str, seen: tuple = ()) -> int:
+            if u not in floor:
+                below = [rise(b, (*seen, u)) for b in succ[u] if b not in seen]
+                floor[u] = 1 + max(below, default=0)
+            return floor[u]
+
+        for u in sorted(units):
+            rise(u)
+        return floor
+
+    def long_functions(self, limit: int = 60) -> list[tuple[int, str]]:
+        """(lines, module:line name) of every function or method longer than `limit` lines, longest first."""
+        found = []
+        for module, path in self.modules.items():
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > limit:
+                        found.append((lines, f"{module}:{node.lineno} {node.name}"))
+        return sorted(found, reverse=True)
+
     def oversized(self, max_lines: int = MAX_LINES) -> list[tuple[str, int]]:
         sizes = ((m, len(p.read_text().splitlines())) for m, p in self.modules.items())
         return sorted((m, n) for m, n in sizes if n > max_lines)
+
+
+def layers(benchmarks: list[str], package: str = PACKAGE) -> list[tuple[str, tuple[str, ...]]]:
+    """LAYERS with the benchmark layer holding `benchmarks` (packages such as pytest_clawswe.swe; one outside
+    `package` is no module of its graph)."""
+    mine = tuple(b.split(".")[1] for b in benchmarks if b.startswith(package + "."))
+    return [(name, mine if name == BENCHMARKS else holds) for name, holds in LAYERS]
 
 
 def installed_benchmark_packages() -> list[str]:
@@ -123,14 +196,41 @@ def installed_benchmark_packages() -> list[str]:
     return sorted({ep.value.split(":")[0].rpartition(".")[0] for ep in entry_points(group="clawswe.benchmarks")})
 
 
+def print_floors(graph: Graph, inside: str) -> None:
+    """`--floors [PACKAGE.FOLDER]`: each unit's floor, top first, with its modules and lines."""
+    floors = graph.floors(inside)
+    lines = {u: sum(len(p.read_text().splitlines()) for m, p in graph.modules.items() if m == u or m.startswith(u + "."))
+             for u in floors}
+    count = {u: sum(1 for m in graph.modules if m == u or m.startswith(u + ".")) for u in floors}
+    arrows = {(a, b) for a, b in graph.arrows if a in floors and b in floors} | {
+        (ua, ub) for a, b in graph.arrows for ua in floors for ub in floors
+        if ua != ub and (a == ua or a.startswith(ua + ".")) and (b == ub or b.startswith(ub + "."))}
+    print(f"{inside}: {len(floors)} units on {max(floors.values(), default=0)} floors, {len(arrows)} arrows between them")
+    for unit, floor in sorted(floors.items(), key=lambda x: (-x[1], x[0])):
+        print(f"  floor {floor:2d}  {unit.removeprefix(inside + '.')}  {count[unit]} modules, {lines[unit]} lines")
+
+
 def main() -> int:
     root = Path(__file__).resolve().parents[1]
     graph = Graph.read(root)
+    if sys.argv[1:2] == ["--floors"]:
+        print_floors(graph, sys.argv[2] if len(sys.argv) > 2 else PACKAGE)
+        return 0
+    if sys.argv[1:2] == ["--long-functions"]:
+        for lines, where in graph.long_functions(int(sys.argv[2]) if len(sys.argv) > 2 else 60):
+            print(f"{lines:4d}  {where}")
+        return 0
     benchmarks = installed_benchmark_packages()
     sizes = sorted(((len(p.read_text().splitlines()), m) for m, p in graph.modules.items()), reverse=True)
+    up, placeless = graph.layer_breaks(layers(benchmarks))
     print(f"{len(graph.modules)} modules, {len(graph.arrows)} arrows, {len(graph.cycles())} cycles, "
-          f"{len(graph.arrows_back_up(benchmarks))} arrows back up (benchmarks: {', '.join(benchmarks)}); "
+          f"{len(graph.arrows_back_up(benchmarks))} arrows back up (benchmarks: {', '.join(benchmarks)}), "
+          f"{len(up)} up the layers ({len(LAYER_EXCEPTIONS)} allowed), {len(placeless)} in no layer; "
           f"largest: {sizes[0][1]} {sizes[0][0]}")
+    for a, b in up:
+        print(f"  up the layers: {a} -> {b}" + (f" (allowed: {LAYER_EXCEPTIONS[a, b]})" if (a, b) in LAYER_EXCEPTIONS else ""))
+    for module in placeless:
+        print(f"  in no layer: {module}")
     return 0
 
 

@@ -1,9 +1,11 @@
 """The layout docs/architecture.md draws, held by a test: one core that names no benchmark, benchmark packages
-as peers, no import cycle, no module over 450 lines (tests/import_graph.py reads the imports with ast)."""
+as peers, imports down the layers only, no import cycle, no module over 450 lines (tests/import_graph.py reads the
+imports with ast)."""
+import ast
 from pathlib import Path
 
 import pytest
-from import_graph import MAX_LINES, Graph, installed_benchmark_packages
+from import_graph import LAYER_EXCEPTIONS, LAYERS, MAX_LINES, Graph, installed_benchmark_packages, layers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,6 +25,33 @@ def test_no_import_cycle(graph):
 
 def test_the_core_imports_no_benchmark_and_benchmarks_not_each_other(graph):
     assert graph.arrows_back_up(installed_benchmark_packages()) == []
+
+
+def test_imports_go_down_the_layers(graph):
+    """doors > benchmarks > report > run > trajectory > harness > gateway > engine > vocabulary: a module imports
+    its own layer or a lower one, and every module is in a layer."""
+    up, placeless = graph.layer_breaks(layers(installed_benchmark_packages()))
+    assert placeless == [], "put these in a layer of tests/import_graph.py's LAYERS (and docs/architecture.md)"
+    assert [a for a in up if a not in LAYER_EXCEPTIONS] == [], "these import a higher layer"
+    assert [a for a in LAYER_EXCEPTIONS if a not in up] == [], "these allowed arrows are gone: strike them"
+
+
+def test_a_benchmark_of_our_own_imports_only_the_authors_face():
+    """tests/tinybench, a benchmark and harness written as an author outside the package would, imports from
+    pytest_clawswe.api alone; every name that face offers is there and is defined elsewhere (it only hands names on)."""
+    import pytest_clawswe.api as face
+
+    imported = set()
+    for path in (ROOT / "tests" / "tinybench").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                imported.add(node.module or "")
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+    assert sorted(m for m in imported if m.split(".")[0] == "pytest_clawswe") == ["pytest_clawswe.api"]
+    offered = [n for n in vars(face) if n.isidentifier() and not n.startswith("_")]  # (not pytest's own, "@py_...")
+    assert sorted(face.__all__) == sorted(offered)
+    assert all(getattr(face, name).__module__ != face.__name__ for name in face.__all__)
 
 
 def test_no_module_over_the_limit(graph):
@@ -46,3 +75,28 @@ def test_the_checks_find_what_they_look_for(tmp_path):
     assert g.arrows_back_up(["pytest_clawswe.mybench", "pytest_clawswe.other"]) == [
         ("pytest_clawswe.other.z", "pytest_clawswe.mybench.x"), ("pytest_clawswe.run.b", "pytest_clawswe.mybench.x")]
     assert g.oversized() == [("pytest_clawswe.mybench.x", MAX_LINES + 1)]
+
+
+def test_the_layer_check_finds_what_it_looks_for(tmp_path):
+    """An import from a lower layer into a higher one, and a module in no layer, are found; imports down, and
+    within a layer, are not (a check that cannot fail checks nothing)."""
+    pkg = tmp_path / "pytest_clawswe"
+    for folder in ("run", "engine", "gateway", "harness", "mybench", "elsewhere"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "plugin.py").write_text("from pytest_clawswe.mybench import bench\nfrom pytest_clawswe.run import a\n")
+    (pkg / "mybench" / "bench.py").write_text("from pytest_clawswe.run.a import x\n")
+    (pkg / "run" / "a.py").write_text("from pytest_clawswe.engine import w\nfrom pytest_clawswe.run import b\n")
+    (pkg / "run" / "b.py").write_text("from pytest_clawswe import errors\n")
+    (pkg / "engine" / "w.py").write_text("def f():\n    from pytest_clawswe.run.b import y\n")  # up: engine -> run
+    (pkg / "gateway" / "g.py").write_text("import pytest_clawswe.harness.h\n")  # up: gateway -> harness
+    (pkg / "harness" / "h.py").write_text("from pytest_clawswe.gateway import g\n")  # down (a cycle, checked apart)
+    (pkg / "errors.py").write_text("from pytest_clawswe.mybench.bench import x\n")  # up: vocabulary -> benchmark
+    (pkg / "elsewhere" / "z.py").write_text("")  # in no layer
+    up, placeless = Graph.read(tmp_path).layer_breaks(layers(["pytest_clawswe.mybench", "other_package.bench"]))
+    assert up == [("pytest_clawswe.engine.w", "pytest_clawswe.run.b"), ("pytest_clawswe.errors", "pytest_clawswe.mybench.bench"),
+                  ("pytest_clawswe.gateway.g", "pytest_clawswe.harness.h")]
+    assert placeless == ["pytest_clawswe.elsewhere", "pytest_clawswe.elsewhere.z"]
+    assert [name for name, _ in LAYERS] == ["doors", "benchmarks", "report", "run", "trajectory", "harness", "gateway",
+                                            "engine", "vocabulary"]

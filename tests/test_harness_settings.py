@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from pytest_clawswe.engine.docker_workspace import LABEL_RUN, Workspace
-from pytest_clawswe.harness.adapter import TaskContext, get_harness_class
+from pytest_clawswe.harness.adapter import AgentContext, get_harness_class
 from pytest_clawswe.swe.patch import scrub_artifacts
 from pytest_clawswe.swe.prompt import instance_prompt
 
@@ -93,7 +93,7 @@ def test_settings_read_back_from_the_container(docker_client, python_demo, tmp_p
             return real_exec(cmd, **kw)
 
         ws.exec = exec_
-        ctx = TaskContext("demo__inst-1.2", row, ws, tmp_path, MODEL, BUDGET, gateway_url="http://gw.invalid:1234",
+        ctx = AgentContext("demo__inst-1.2", row, ws, tmp_path, MODEL, BUDGET, gateway_url="http://gw.invalid:1234",
                           gateway_token="clawswe-token")
         harness.create_agent(ctx)
         harness.send_task(ctx, prompt)

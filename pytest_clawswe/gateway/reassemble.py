@@ -2,11 +2,12 @@
 calls (id, name, arguments as JSON text), the provider's usage object and stop reason.
 
 Works on the bytes the gateway sent (a plain JSON body, or the SSE events of a stream, which are put back
-together the way each SDK does). Runs in the recorder's background thread, never on the request's path.
+together the way each SDK does). Runs in the recorder's writer process, never on the request's path.
 """
 from __future__ import annotations
 
 import json
+import re
 
 from pytest_clawswe.gateway import fastjson
 
@@ -32,8 +33,24 @@ def reassemble(protocol: str, data: bytes, stream: bool) -> dict:
 
 def _events(data: bytes) -> list[dict]:
     """The JSON objects of an SSE stream's data fields (multi-line data joined, as the spec says)."""
+    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+    if not _TWO_DATA_LINES.search(b"\n" + data):
+        # one data line per event (what providers send): every object read by one call of the JSON parser
+        try:
+            return [v for v in fastjson.loads(b"[" + b",".join(_OBJECT_LINE.findall(data)) + b"]")
+                    if isinstance(v, dict)]
+        except (ValueError, UnicodeDecodeError):
+            pass  # an event that is not JSON after all: each read alone below
+    return _events_one_by_one(data)
+
+
+_TWO_DATA_LINES = re.compile(rb"\ndata:[^\n]*\n(?:[^\n]+\n)*?data:")  # in one event: no blank line between
+_OBJECT_LINE = re.compile(rb"^data: ?[ \t]*(\{.*)$", re.MULTILINE)
+
+
+def _events_one_by_one(data: bytes) -> list[dict]:
     out, pending = [], []
-    for line in data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+    for line in data.split(b"\n"):
         if line.startswith(b"data:"):
             pending.append(line[6:] if line.startswith(b"data: ") else line[5:])
         elif not line and pending:
@@ -84,20 +101,27 @@ def _chat_body(obj: dict) -> dict:
 def _chat_stream(events: list[dict]) -> dict:
     out = empty()
     text, reasoning, calls = [], [], {}  # calls: index -> {id, name, arguments pieces}
-    for data in events:
+    for data in events:  # (one pass, few lookups: a long answer is hundreds of events)
         if data.get("usage"):
             out["usage"] = data["usage"]
-        out["model"] = out["model"] or str(data.get("model") or "")
-        for choice in data.get("choices") or []:
-            delta = (choice or {}).get("delta") or {}
-            text.append(_text(delta.get("content")))
-            reasoning.append(_text(delta.get("reasoning_content") or delta.get("reasoning")))
-            for part in delta.get("tool_calls") or []:
-                slot = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": []})
-                fn = part.get("function") or {}
-                slot["id"] = slot["id"] or str(part.get("id") or "")
-                slot["name"] = slot["name"] or str(fn.get("name") or "")
-                slot["arguments"].append(_args_text(fn.get("arguments") or ""))
+        if not out["model"]:
+            out["model"] = str(data.get("model") or "")
+        for choice in data.get("choices") or ():
+            if not choice:
+                continue
+            delta = choice.get("delta")
+            if delta:
+                if delta.get("content"):
+                    text.append(_text(delta["content"]))
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                if thought:
+                    reasoning.append(_text(thought))
+                for part in delta.get("tool_calls") or ():
+                    slot = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": []})
+                    fn = part.get("function") or {}
+                    slot["id"] = slot["id"] or str(part.get("id") or "")
+                    slot["name"] = slot["name"] or str(fn.get("name") or "")
+                    slot["arguments"].append(_args_text(fn.get("arguments") or ""))
             if choice.get("finish_reason"):
                 out["stop"] = choice["finish_reason"]
         if isinstance(data.get("error"), dict):

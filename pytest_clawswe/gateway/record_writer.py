@@ -1,9 +1,14 @@
 """The call recorder's writer process (recorder.py starts one per gateway process): reads calls from its stdin
 (recorder.frame), reads each answer back into one turn (reassemble.py), redacts every secret it knows in every
-form (redact.py) and appends one line per call to DIR/calls/<instance>[@w<k>].jsonl, flushed line by line, until
-its stdin ends.
+form (redact.py) and appends one line per call to DIR/calls/<instance>[@w<k>].jsonl, until its stdin ends.
 
     python -m pytest_clawswe.gateway.record_writer STATE_DIR WORKER CAP_BYTES
+
+It reads whatever the pipe holds at once and writes those calls' lines with one flush per file before it waits
+for more: every call it has read is on disk whenever it waits (an interrupted run keeps every call recorded so
+far; a line torn by a killed writer is skipped when read), and a busy gateway costs it one read and one flush
+per batch rather than per call. The request goes into its line as the bytes the harness sent (the gateway parsed
+them: they are JSON), only put on one line, not parsed and written again.
 """
 from __future__ import annotations
 
@@ -19,57 +24,162 @@ from pytest_clawswe.gateway.reassemble import reassemble
 from pytest_clawswe.gateway.recorder import SECRETS_ENV, calls_path
 
 SLIM_RESPONSE_BYTES = 64 * 1024  # past the cap, an answer up to this size is still kept
-MAX_OPEN = 256
+MAX_OPEN = 2048  # files kept open: one per instance of the gateway process (300 agents at once: 300 files)
+READ_SIZE = 1024 * 1024  # at most this much read from the pipe at once (the pipe's own size)
+MAX_SECRETS = 4096  # secrets whose exact forms are kept (an instance's token is one; ~1 KiB each)
+MAX_REDACTORS = 512  # whole redactors kept: built only for a line that may hold a secret's loose form
+_FRAME = struct.Struct(">III")
+
+
+class Scrubber:
+    """Every secret out of a line, as redact.Redactor scrubs it, with the work shared across a line's secrets.
+
+    A Redactor costs milliseconds to build (its regular expressions) and a run registers a token per instance
+    and attempt: one is built only for a line that may hold its secret, which is when an exact form is in the
+    line, or the secret's lower case is in the line's, or the line has a JSON escape that could spell an ASCII
+    character (`\\u00..`, `\\/`): without either, no loose form (other letter case, escaped characters) can
+    match, so a Redactor would leave the line as it is."""
+
+    def __init__(self) -> None:
+        self._forms: OrderedDict[str, tuple[tuple[bytes, ...], bytes]] = OrderedDict()
+        self._redactors: OrderedDict[str, redact.Redactor] = OrderedDict()
+
+    def scrub(self, line: bytes, secrets: list[str]) -> bytes:
+        escaped = b"\\u00" in line or b"\\/" in line
+        lowered = None
+        done: set[str] = set()
+        for secret in secrets:
+            if not secret or secret in done:
+                continue
+            done.add(secret)
+            forms, lower = self._cached_forms(secret)
+            hit = escaped
+            for form in forms:  # (a loop, not any(): this runs for every secret of every call)
+                if hit:
+                    break
+                hit = form in line
+            if not hit:
+                if lowered is None:
+                    lowered = line.lower()
+                if lower not in lowered:
+                    continue
+            line = self._redactor(secret).scrub(line)
+            lowered = None
+        return line
+
+    def _cached_forms(self, secret: str) -> tuple[tuple[bytes, ...], bytes]:
+        found = self._forms.get(secret)
+        if found is None:
+            found = self._forms[secret] = (redact.key_forms(secret), secret.lower().encode())
+            if len(self._forms) > MAX_SECRETS:
+                self._forms.popitem(last=False)
+        return found
+
+    def _redactor(self, secret: str) -> redact.Redactor:
+        found = self._redactors.pop(secret, None) or redact.Redactor(secret)
+        self._redactors[secret] = found  # the most recently used last
+        if len(self._redactors) > MAX_REDACTORS:
+            self._redactors.popitem(last=False)
+        return found
+
+
+def one_line(request: bytes) -> bytes:
+    """The request body as one line of JSON. The gateway parsed it, so UTF-8 JSON text that opens an object has
+    line breaks only between its tokens (JSON strings escape theirs), where a space means the same. Any other
+    body (a byte-order mark, UTF-16, bytes that are not UTF-8) is parsed and written again; one that does not
+    parse is kept as a string."""
+    if request[:1] == b"{" and (request.isascii() or _utf8(request)):
+        if b"\n" in request or b"\r" in request:
+            request = request.replace(b"\r", b" ").replace(b"\n", b" ")
+        return request
+    try:
+        return fastjson.dumps(fastjson.loads(request))
+    except (ValueError, UnicodeDecodeError):
+        return fastjson.dumps(request.decode("utf-8", errors="replace"))
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class Writer:
     def __init__(self, state_dir: Path, worker: int, cap: int, secrets: list[str]) -> None:
         self.state_dir, self.worker, self.cap = state_dir, worker, cap
         self.secrets = [s for s in secrets if s]
-        self._files: OrderedDict[Path, object] = OrderedDict()
-        self._used: dict[Path, int] = {}
+        self.scrubber = Scrubber()
+        self._files: OrderedDict[str, object] = OrderedDict()  # by instance id
+        self._used: dict[str, int] = {}  # bytes in the instance's file (kept when its file is closed for room)
+        self._unflushed: set[str] = set()
+        self._max_open = _open_files_allowed(MAX_OPEN)
 
     def call(self, head: dict, request: bytes, sent: bytes) -> None:
+        """Write one call's line (flushed by `flush`)."""
         record = head.get("record") or {}
         if head.get("cut"):  # the gateway left the body out (it was behind)
             record = {**record, "cut": head["cut"]}
-        try:
-            body = fastjson.dumps(fastjson.loads(request))  # one line, whatever spacing the harness used
-        except (ValueError, UnicodeDecodeError):
-            body = fastjson.dumps(request.decode("utf-8", errors="replace"))
+        body = one_line(request)
         turn = fastjson.dumps(reassemble(head.get("protocol") or "chat", sent, bool(record.get("stream"))))
-        path = calls_path(self.state_dir, str(head.get("instance_id") or "_"), self.worker)
-        out = self._file(path)
-        used = self._used[path]
+        instance = str(head.get("instance_id") or "_")
+        out = self._file(instance)
+        used = self._used[instance]
         if used + len(body) + len(turn) + 1024 > self.cap:
             record = {**record, "cut": {"request_bytes": len(body), "response_bytes": len(turn)}}
             body = b"null"
             if len(turn) > SLIM_RESPONSE_BYTES:
                 turn = b"null"
         line = fastjson.dumps(record)[:-1] + b',"request":' + body + b',"response":' + turn + b"}"
-        for secret in (*[s for s in head.get("secrets") or [] if s], *self.secrets):
-            line = redact.for_key(secret).scrub(line)
+        line = self.scrubber.scrub(line, [*(head.get("secrets") or []), *self.secrets])
         out.write(line + b"\n")  # type: ignore[attr-defined]
-        out.flush()  # type: ignore[attr-defined]
-        self._used[path] = used + len(line) + 1
+        self._unflushed.add(instance)
+        self._used[instance] = used + len(line) + 1
 
-    def _file(self, path: Path):
-        out = self._files.pop(path, None)
+    def flush(self) -> None:
+        """Every line written so far onto the disk (the OS's: a killed writer loses none)."""
+        for instance in self._unflushed:
+            out = self._files.get(instance)
+            if out is not None:
+                out.flush()  # type: ignore[attr-defined]
+        self._unflushed.clear()
+
+    def _file(self, instance: str):
+        out = self._files.pop(instance, None)
         if out is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path = calls_path(self.state_dir, instance, self.worker)
+            if instance not in self._used:  # its first line from this process
+                path.parent.mkdir(parents=True, exist_ok=True)
             out = open(path, "ab")
-            self._used[path] = out.tell()  # a resumed run: what the file holds counts
-            if out.tell() and not _ends_with_newline(path):  # a process killed mid-line wrote here
-                out.write(b"\n")
-            while len(self._files) >= MAX_OPEN:
-                self._files.popitem(last=False)[1].close()  # type: ignore[attr-defined]
-        self._files[path] = out
+            if instance not in self._used:
+                self._used[instance] = out.tell()  # a resumed run: what the file holds counts
+                if out.tell() and not _ends_with_newline(path):  # a process killed mid-line wrote here
+                    out.write(b"\n")
+            while len(self._files) >= self._max_open:
+                self._files.popitem(last=False)[1].close()  # type: ignore[attr-defined]  (closing flushes)
+        self._files[instance] = out
         return out
 
     def close(self) -> None:
         for out in self._files.values():
             out.close()  # type: ignore[attr-defined]
         self._files.clear()
+        self._unflushed.clear()
+
+
+def _open_files_allowed(wanted: int) -> int:
+    """How many call files to keep open: `wanted`, the process's file limit raised toward it where it may be."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < wanted + 64:
+            soft = wanted + 64 if hard == resource.RLIM_INFINITY else min(hard, wanted + 64)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        return max(16, min(wanted, soft - 64) if soft != resource.RLIM_INFINITY else wanted)
+    except (ImportError, OSError, ValueError):
+        return 200
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -78,9 +188,19 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-def _read(stream, n: int) -> bytes | None:
-    data = stream.read(n)
-    return data if data is not None and len(data) == n else None
+def frames(pending: bytearray):
+    """The whole frames at the start of `pending` as (header, request, answer), removed from it once read."""
+    at = 0
+    while len(pending) - at >= _FRAME.size:
+        sizes = _FRAME.unpack_from(pending, at)
+        end = at + _FRAME.size + sum(sizes)
+        if len(pending) < end:
+            break
+        start = at + _FRAME.size
+        head_end, request_end = start + sizes[0], start + sizes[0] + sizes[1]
+        yield bytes(pending[start:head_end]), bytes(pending[head_end:request_end]), bytes(pending[request_end:end])
+        at = end
+    del pending[:at]
 
 
 def main(argv: list[str]) -> int:
@@ -90,20 +210,20 @@ def main(argv: list[str]) -> int:
     except OSError:
         pass
     writer = Writer(state_dir, worker, cap, json.loads(os.environ.pop(SECRETS_ENV, "[]") or "[]"))
-    stdin = sys.stdin.buffer
+    stdin = sys.stdin.fileno()
+    pending = bytearray()
     try:
         while True:
-            lengths = _read(stdin, 12)
-            if lengths is None:
-                return 0  # the gateway closed the pipe (or died): everything sent is written
-            sizes = struct.unpack(">III", lengths)
-            parts = [_read(stdin, n) if n else b"" for n in sizes]
-            if any(p is None for p in parts):
-                return 0  # a frame cut by the gateway's death
-            try:
-                writer.call(fastjson.loads(parts[0]), parts[1], parts[2])  # type: ignore[arg-type]
-            except Exception as exc:  # noqa: BLE001 - one odd call must not end the record of the others
-                print(f"clawswe recorder: a call could not be recorded: {exc}", file=sys.stderr)
+            data = os.read(stdin, READ_SIZE)  # what the pipe holds (waits only when it is empty)
+            if not data:
+                return 0  # the gateway closed the pipe (or died): everything sent is written (a cut frame is not)
+            pending += data
+            for head, request, sent in frames(pending):
+                try:
+                    writer.call(fastjson.loads(head), request, sent)
+                except Exception as exc:  # noqa: BLE001 - one odd call must not end the record of the others
+                    print(f"clawswe recorder: a call could not be recorded: {exc}", file=sys.stderr)
+            writer.flush()  # before waiting for more
     finally:
         writer.close()
 

@@ -8,15 +8,17 @@ provider keys, the instance's gateway token and the admin token in every form re
 
 Off the request's path and out of the gateway's process: `submit` (called once the answer went out) hands the
 raw request bytes, the bytes sent back and the ledger line to a writer process (record_writer.py) through a
-pipe, as one write on the event loop; the writer reads the answer back, redacts and appends, line by line (an
-interrupted run keeps every call already recorded). The gateway's own interpreter does no JSON, redaction or
-disk work for it, so the record takes no CPU time (or interpreter lock) from the answers.
+pipe, as one write on the event loop; the writer reads the answer back, redacts and appends (every call it has
+read is flushed before it waits for more: an interrupted run keeps every call already recorded). The gateway's
+own interpreter does no JSON, redaction or disk work for it beyond the call's header, so the record takes
+little CPU time (or interpreter lock) from the answers.
 
 Bounded: at most CLAWSWE_RECORD_MAX_MB (default 64) per instance and gateway process; past it a line keeps
 its ledger fields and the answer (if under 64 KiB) but not the request body, and says what was cut in `cut`
-({"request_bytes": n, "response_bytes": m}). The gateway's memory is bounded too: while more than 8 MiB wait
-for the writer, calls go without their request body (`cut` says so), and past 64 MiB they are not recorded
-(counted as not recorded in the trajectory). CLAWSWE_RECORD_CALLS=0 turns recording off.
+({"request_bytes": n, "response_bytes": m}). The gateway's memory is bounded too: while more than 2 MiB wait
+for the writer (or a request is over 4 MiB), calls go without their request body (`cut` says so), and past
+16 MiB they are not recorded (counted as not recorded in the trajectory). CLAWSWE_RECORD_CALLS=0 turns
+recording off.
 """
 from __future__ import annotations
 
@@ -72,10 +74,14 @@ def read_calls(state_dir: str | Path, instance_id: str, attempt: int | None = No
     return read_lines(calls_paths(state_dir, instance_id), attempt)
 
 
-def frame(head: dict, request: bytes, sent: bytes) -> bytes:
+def frame(head: dict, request: bytes, sent: list[bytes]) -> bytes:
     """One call on the pipe: three lengths, then the header (JSON), the request and the answer as sent."""
+    return b"".join(frame_parts(head, request, sent))
+
+
+def frame_parts(head: dict, request: bytes, sent: list[bytes]) -> list[bytes]:
     header = fastjson.dumps(head)
-    return struct.pack(">III", len(header), len(request), len(sent)) + header + request + sent
+    return [struct.pack(">III", len(header), len(request), sum(map(len, sent))), header, request, *sent]
 
 
 class Recorder:
@@ -94,6 +100,8 @@ class Recorder:
         self._process: subprocess.Popen | None = None
         self._transport: asyncio.WriteTransport | None = None
         self._waiting: list[bytes] | None = None  # frames submitted while the pipe is being connected
+        self._batch: list[bytes] = []  # the pieces of the frames of this turn of the event loop
+        self._batched = 0
         self.dropped = 0
         if self.on:  # started now, not on the first request's path
             self._spawn()
@@ -108,36 +116,56 @@ class Recorder:
         if not self.on:
             return
         try:
-            data = b"".join(sent) if isinstance(sent, list) else sent if isinstance(sent, bytes) else b""
+            data = sent if isinstance(sent, list) else [sent] if isinstance(sent, bytes) else []
             head = {"instance_id": reg.instance_id, "protocol": protocol, "record": record,
                     "secrets": [reg.token, reg.upstream.key() if reg.upstream is not None else ""]}
-            if self._transport is not None and self._transport.get_write_buffer_size() > BODIES_BEHIND:
+            if self._behind() > BODIES_BEHIND:
                 head["cut"] = {"request_bytes": len(raw), "response_bytes": 0, "why": "the writer was behind"}
                 raw = b"null"  # the gateway's memory stays bounded; the step, its answer and tokens are kept
             elif len(raw) > MAX_BODY:
                 head["cut"] = {"request_bytes": len(raw), "response_bytes": 0,
                                "why": f"the request is over {MAX_BODY >> 20} MiB"}
                 raw = b"null"
-            self._send(frame(head, raw, data))
+            self._send(frame_parts(head, raw, data))
         except Exception:  # noqa: BLE001 - the record must never cost the agent its answer
             log.exception("could not record a call of %s", reg.instance_id)
 
-    def _send(self, data: bytes) -> None:
+    def _behind(self) -> int:
+        """Bytes handed over and not yet taken by the writer (in the pipe's buffer, or batched for it)."""
+        return (self._transport.get_write_buffer_size() if self._transport is not None else 0) + self._batched
+
+    def _send(self, parts: list[bytes]) -> None:
         if self._transport is None:
             if self._waiting is None:
                 self._waiting = []
                 asyncio.get_running_loop().create_task(self._start())
-            self._waiting.append(data)
+            self._waiting.append(b"".join(parts))
             return
         if self._transport.is_closing():
             return
-        if self._transport.get_write_buffer_size() > MAX_BEHIND:
+        if self._behind() > MAX_BEHIND:
             self.dropped += 1
             if self.dropped in (1, 100, 10000):
                 log.warning("the call recorder is %d MiB behind: %d call(s) not recorded",
                             MAX_BEHIND // 2**20, self.dropped)
             return
-        self._transport.write(data)
+        # the calls answered in one turn of the event loop go in one write: one system call and one wake-up of
+        # the writer for all of them, and one copy of their bytes
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on the loop (the gateway stopping): at once
+            loop = None
+        if not self._batch and loop is not None:
+            loop.call_soon(self._write_batch)
+        self._batch += parts
+        self._batched += sum(map(len, parts))
+        if loop is None:
+            self._write_batch()
+
+    def _write_batch(self) -> None:
+        batch, self._batch, self._batched = self._batch, [], 0
+        if batch and self._transport is not None and not self._transport.is_closing():
+            self._transport.write(b"".join(batch))
 
     def _spawn(self) -> None:
         env = {**os.environ, SECRETS_ENV: json.dumps(
@@ -169,10 +197,11 @@ class Recorder:
             return
         waiting, self._waiting = self._waiting or [], None
         for data in waiting:
-            self._send(data)
+            self._send([data])
 
     def close(self, timeout: float = 30.0) -> None:
         """Let the writer finish what it has (the gateway is stopping)."""
+        self._write_batch()
         if self._transport is not None:
             self._transport.close()
         if self._process is not None:

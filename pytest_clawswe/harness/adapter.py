@@ -45,9 +45,6 @@ class AgentContext:
     workdir: str = "/testbed"
 
 
-TaskContext = AgentContext  # its name before 0.x: "task" is WildClawBench's item; kept for one release
-
-
 @dataclass
 class AgentRun:
     """What send_task reports. finish_reason: stop | timeout | error (the runner decides empty from the patch,

@@ -7,14 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import Workspace
-from pytest_clawswe.files import write_atomic
-from pytest_clawswe.harness.adapter import AgentRun, Harness, TaskContext, get_harness_class
-from pytest_clawswe.run.agent import run_agent
-from pytest_clawswe.run.benchmark import Benchmark
-from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
-from pytest_clawswe.run.item_runner import ItemRunner, progress
-from pytest_clawswe.run.result import ItemResult
+from pytest_clawswe.api import (
+    AgentContext,
+    AgentRun,
+    Benchmark,
+    BenchmarkCollector,
+    BenchmarkItem,
+    Harness,
+    ItemResult,
+    ItemRunner,
+    Workspace,
+    get_harness_class,
+    progress,
+    run_agent,
+    write_atomic,
+)
 
 IMAGE = "debian:bookworm-slim"  # made by scripts/docker-up.sh on every machine the tests run on
 ANSWER = "/work/answer.txt"
@@ -107,7 +114,7 @@ class TinyRunner(ItemRunner):
         with Workspace(self.client, IMAGE, labels=self.labels, network=cfg.network or "none",
                        mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit) as ws:
             ws.exec("mkdir -p /work", check=True)
-            ctx = TaskContext(task.id, {"word": task.word}, ws, work, cfg.model, cfg.budget_s, workdir="/work")
+            ctx = AgentContext(task.id, {"word": task.word}, ws, work, cfg.model, cfg.budget_s, workdir="/work")
             run = run_agent(self.harness, ctx, task.prompt, cfg.disk_limit)
             result.finish_reason = run.finish_reason
             result.answer = (ws.read_file(ANSWER) or b"").decode().strip()
@@ -121,7 +128,7 @@ class EchoHarness(Harness):
     name = "echo"
     needs_model = False
 
-    def send_task(self, ctx: TaskContext, prompt: str) -> AgentRun:
+    def send_task(self, ctx: AgentContext, prompt: str) -> AgentRun:
         word = prompt.split("the word ", 1)[1].split(" ", 1)[0]
         done = ctx.workspace.exec(["sh", "-c", f"printf %s {word} > {ANSWER}"], timeout=ctx.budget_s)
         return AgentRun("stop" if done.exit_code == 0 else "error", done.output, done.exit_code)

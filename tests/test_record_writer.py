@@ -1,0 +1,170 @@
+"""The call recorder's writer process (gateway/record_writer.py) on its own: what it writes for a call, how it
+reads the pipe and when its lines reach the disk, and what it costs per call in work that does not depend on the
+machine's speed (redactors built, files opened). The record through a real gateway: tests/test_trajectory.py."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_clawswe.gateway import fastjson, record_writer, redact
+from pytest_clawswe.gateway.reassemble import _events, _events_one_by_one
+from pytest_clawswe.gateway.recorder import frame, read_calls
+
+ANSWER = b'{"choices":[{"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{}}'
+
+
+def _head(instance: str, token: str, n: int = 1, **extra) -> dict:
+    record = {"ts": f"2026-01-01T00:00:{n % 60:02d}+00:00", "instance_id": instance, "attempt": 1, "stream": False,
+              "status": 200, "request_id": f"r{n}"}
+    return {"instance_id": instance, "protocol": "chat", "record": record, "secrets": [token, ""], **extra}
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_each_secrets_redactor_is_built_once_however_many_instances_take_turns(tmp_path, monkeypatch):
+    """300 agents at once means 300 tokens: a redactor (milliseconds of regular expressions) built again for every
+    call made the writer fall far behind at the gateway's ceiling (a cache of 64 served 300 tokens round robin).
+    Failed before: 2 rounds of 100 instances built 200 redactors."""
+    built: list[str] = []
+    real = redact.Redactor.__init__
+
+    def counted(self, key):
+        built.append(key)
+        real(self, key)
+
+    monkeypatch.setattr(redact.Redactor, "__init__", counted)
+    writer = record_writer.Writer(tmp_path, 0, 64 << 20, ["admin-token-of-the-gateway-0123"])
+    tokens = [f"clawswe-token-{i:03d}-abcdefghijklmnopqrstuvwxyz" for i in range(100)]
+    escaped = json.dumps({"messages": [{"role": "user", "content": "caf\u00e9"}]}).encode()  # \u00e9: a loose probe
+    for n in range(2):
+        for i, token in enumerate(tokens):
+            body = escaped if i % 10 == 0 else b'{"messages":[{"role":"user","content":"fix it"}]}'
+            writer.call(_head(f"inst-{i}", token, n), body, ANSWER)
+    writer.close()
+    assert len(built) == len(set(built)) and len(built) <= 11  # 10 escaped instances' tokens (+ the admin token)
+    assert sum(len(_lines(p)) for p in (tmp_path / "calls").iterdir()) == 200
+
+
+def test_a_secret_in_any_form_is_scrubbed_with_or_without_a_probe_hit(tmp_path):
+    token, key = "clawswe-0123456789abcdefghijklmnop", "sk-or-v1-abcdefabcdefabcdef0123456789"
+    writer = record_writer.Writer(tmp_path, 0, 64 << 20, [key])
+    escaped = "".join(f"\\u{ord(c):04x}" for c in token)
+    for n, text in enumerate([token, token.upper(), escaped, key, "nothing secret here"]):
+        body = json.dumps({"messages": [{"role": "user", "content": f"found: {text}"}]}).encode()
+        writer.call(_head("leak", token, n), body.replace(escaped.replace("\\", "\\\\").encode(), escaped.encode()),
+                    ANSWER)
+    writer.close()
+    text = (tmp_path / "calls" / "leak.jsonl").read_text()
+    for secret in (token, key):
+        assert secret.lower() not in text.lower()
+    assert escaped not in text and text.count("[redacted]") == 4 and "nothing secret here" in text
+
+
+def test_the_request_goes_in_as_sent_on_one_line_and_odd_bodies_are_parsed(tmp_path):
+    writer = record_writer.Writer(tmp_path, 0, 64 << 20, [])
+    request = {"model": "m", "messages": [{"role": "user", "content": "two\nlines and é"}], "n": 1.5}
+    bodies = [json.dumps(request, indent=2).replace("\n", "\r\n").encode(),  # pretty, CRLF: one line, same JSON
+              json.dumps(request, ensure_ascii=False).encode(),
+              b"\xef\xbb\xbf" + json.dumps(request).encode(),  # a byte-order mark: parsed and written again
+              json.dumps(request).encode("utf-16"),
+              b"null",  # a body the gateway left out
+              b"\xff not json"]
+    for n, body in enumerate(bodies):
+        writer.call(_head("odd", "clawswe-token-xyz", n), body, ANSWER)
+    writer.close()
+    lines = (tmp_path / "calls" / "odd.jsonl").read_bytes().splitlines()
+    assert len(lines) == len(bodies)
+    got = [json.loads(line)["request"] for line in lines]
+    assert got[:4] == [request] * 4 and got[4] is None and got[5] == "\ufffd not json"
+    assert json.loads(lines[0])["response"]["text"] == "done"
+    assert record_writer.one_line(bodies[1]) == bodies[1]  # as sent, not parsed and written again
+
+
+def test_more_instances_than_open_files_keep_every_line_and_the_cap(tmp_path):
+    writer = record_writer.Writer(tmp_path, 0, 4000, [])
+    writer._max_open = 3
+    body = json.dumps({"messages": [{"role": "user", "content": "x" * 800}]}).encode()
+    for n in range(4):
+        for i in range(7):
+            writer.call(_head(f"i{i}", "clawswe-token-xyz", n), body, ANSWER)
+    writer.close()
+    for i in range(7):
+        lines = _lines(tmp_path / "calls" / f"i{i}.jsonl")
+        assert [bool(line.get("cut")) for line in lines] == [False, False, True, True]  # ~1 KB a line, a 4 KB cap (1 KB kept free)
+        assert lines[2]["request"] is None and lines[2]["cut"]["request_bytes"] > 800
+
+
+def test_frames_are_read_whole_across_the_pipes_pieces():
+    one = frame({"instance_id": "a"}, b'{"x":1}', [b"data: {}\n\n", b"data: [DONE]\n\n"])
+    two = frame({"instance_id": "b"}, b"null", [])
+    pending = bytearray()
+    got = []
+    for piece in (one[:5], one[5:-3], one[-3:] + two[:14], two[14:]):
+        pending += piece
+        got += list(record_writer.frames(pending))
+    assert got == [(fastjson.dumps({"instance_id": "a"}), b'{"x":1}', b"data: {}\n\ndata: [DONE]\n\n"),
+                   (fastjson.dumps({"instance_id": "b"}), b"null", b"")]
+    assert pending == bytearray()
+
+
+@pytest.mark.timeout(60)
+def test_the_writer_process_writes_what_it_read_before_it_waits_for_more(tmp_path):
+    """Batched reads never hold a line back: with the pipe still open, every call sent is on disk; a frame that
+    arrives in two pieces is written once whole; the end of the pipe ends the process."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_clawswe.gateway.record_writer", str(tmp_path), "0",
+                             str(64 << 20)], stdin=subprocess.PIPE, env={**os.environ, "CLAWSWE_RECORDER_SECRETS": "[]"})
+    assert proc.stdin is not None
+    try:
+        calls = [frame(_head("w", "clawswe-token-xyz", n), b'{"messages":[]}', [ANSWER]) for n in range(3)]
+        proc.stdin.write(calls[0] + calls[1] + calls[2][:20])
+        proc.stdin.flush()
+        _wait_for(lambda: len(read_calls(tmp_path, "w")) == 2)
+        time.sleep(0.3)
+        assert len(read_calls(tmp_path, "w")) == 2  # the cut frame waits for its rest
+        proc.stdin.write(calls[2][20:])
+        proc.stdin.flush()
+        _wait_for(lambda: len(read_calls(tmp_path, "w")) == 3)
+    finally:
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+    assert [c["request_id"] for c in read_calls(tmp_path, "w")] == ["r0", "r1", "r2"]
+
+
+def _wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the writer did not write its lines"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("data", [
+    b'data: {"a":1}\n\ndata: {"b":[1,2]}\n\ndata: [DONE]\n\n',
+    b'event: message_start\ndata: {"type":"message_start"}\n\n: a comment\n\nevent: x\ndata: {"c":"data: y"}\n\n',
+    b'data: {"a":\ndata: 1}\n\ndata: {"b":2}\n\n',  # one event's data over two lines, joined
+    b'data: {"a":1}\nid: 3\ndata: {"c":1}\n\n',  # two data lines of one event around another field: not JSON
+    b'data:{"a":1}\r\n\r\ndata:  {"b":2}\r\n\r\ndata: 5\n\ndata: {"torn":',
+    b'data: {"a":1}\n\ndata: {not json}\n\ndata: {"c":3}\n\n',
+])
+def test_stream_events_are_read_as_one_by_one(data):
+    """The quick reading of a stream's events (one parse for all) gives what reading each event alone gives."""
+    assert _events(data) == _events_one_by_one(data.replace(b"\r\n", b"\n"))
+
+
+def test_a_streamed_answer_with_a_null_choice_is_still_read_back():
+    """A chunk whose choices hold a null (seen from OpenAI-compatible proxies) cost the call its line: the read-back
+    raised (failed before: AttributeError)."""
+    from pytest_clawswe.gateway.reassemble import reassemble
+
+    data = (b'data: {"model":"m","choices":[null]}\n\n'
+            b'data: {"choices":[{"delta":{"content":"done"},"finish_reason":"stop"}],"usage":{"total_tokens":3}}\n\n'
+            b"data: [DONE]\n\n")
+    turn = reassemble("chat", data, True)
+    assert (turn["text"], turn["stop"], turn["model"], turn["usage"]) == ("done", "stop", "m", {"total_tokens": 3})
