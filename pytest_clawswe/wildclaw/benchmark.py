@@ -110,6 +110,8 @@ class WildClawBench(Benchmark):
             runner = TaskRunner(cfg, self.options, cfg.new_harness(), client, progress=progress)
         runner.benchmark = type(self)
         runner.join_run_gateway()
+        if run_session.kube is not None:  # --kubernetes: the task's and the grader's sandboxes are pods
+            runner.workspace_factory = run_session.kube.site(client, progress).workspace_factory()
         return runner
 
     def check_engines(self, hosts: list, needs_model: bool) -> None:

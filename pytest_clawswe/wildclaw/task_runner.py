@@ -7,6 +7,7 @@ Every container carries the run's labels, so `clawswe clean --run-id` finds them
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +39,8 @@ class TaskRunner(ItemRunner):
         super().__init__(config, harness, client, progress)
         self.options = options
         self._images: tuple[str, str] | None = None
+        # how the task's and the grader's sandboxes are made: a cluster's pods with --kubernetes (engine/kube/)
+        self.workspace_factory = functools.partial(Workspace, client)
 
     def item_dir(self, task_id: str) -> Path:
         return task_dir(self.config.run_dir, task_id)
@@ -138,6 +141,7 @@ class TaskRunner(ItemRunner):
         ws = Workspace(self.client, task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
                        network=first_network, read_only={str(ws_dir / "exec"): grader.APP}, **docker_args)
         with ws:
+            result.node = getattr(ws, "node", "")
             # services first: their ports are theirs before any process of the task could bind them
             car = services.start(self.client, ws, plan, work / services.AUDIT_DIR, labels, self.progress)
             if car is not None:

@@ -1,0 +1,113 @@
+"""A Claw-SWE-Bench run with `--kubernetes` on the test cluster (scripts/kube-cluster.sh, two nodes): the demo
+set's verdicts equal the Docker path's, the items are spread over both nodes by the scheduler (each
+metadata.json names its node), a model-calling harness reaches the gateway under the locked network, a node
+lost mid-run makes its items errors that --resume finishes, and nothing of a run is left in the cluster."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kube_cluster import SCRIPT, kube_cluster_fixture  # noqa: F401  (the kube_cluster fixture)
+
+pytestmark = [pytest.mark.docker, pytest.mark.kubernetes]
+ROOT = Path(__file__).resolve().parent.parent
+FAKES = ROOT / "tests" / "fake_harnesses.py"
+
+
+def bench(kube, run_dir, *extra, harness="oracle", ids=(), env=None):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--dataset", "demo", "--run-dir", str(run_dir),
+           f"--harness={harness}", "--kubernetes", kube.context, "--registry", kube.registry, *extra]
+    if ids:
+        cmd += ["--instance-ids", ",".join(ids)]
+    return subprocess.Popen(cmd, cwd=run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**kube.env(), **(env or {})})
+
+
+def results(run_dir) -> dict[str, dict]:
+    return {m.parent.name: json.loads(m.read_text()) for m in (run_dir / "instances").glob("*/metadata.json")
+            if not m.parent.name.startswith(".")}
+
+
+def namespace_left(kube, run_dir) -> bool:
+    from pytest_clawswe.engine.kube.namespace import namespace_for
+
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    return kube.cluster().exists("core", "read_namespace", namespace_for(run_id))
+
+
+def test_the_demo_set_on_the_cluster_grades_as_on_docker(kube_cluster, demo_instances, demo_images, tmp_path):
+    oracle, nop = tmp_path / "oracle", tmp_path / "nop"
+    for run_dir, harness in ((oracle, "oracle"), (nop, "nop")):
+        proc = bench(kube_cluster, run_dir, "-n", "2", harness=harness)
+        out = proc.communicate(timeout=3600)[0]
+        assert proc.returncode == (0 if harness == "oracle" else pytest.ExitCode.TESTS_FAILED), out
+        assert not namespace_left(kube_cluster, run_dir), "the run's namespace is still there"
+    every = sorted(i.instance_id for i in demo_instances)
+    got = results(oracle)
+    assert sorted(got) == every
+    assert {k: v["outcome"] for k, v in got.items()} == {i: "resolved" for i in every}
+    assert {v["docker_host"] for v in got.values()} == {f"kubernetes:{kube_cluster.context}"}
+    assert {v["node"] for v in got.values()} == set(kube_cluster.nodes)  # the scheduler used both nodes
+    got = results(nop)
+    assert {k: (v["outcome"], v["resolved"]) for k, v in got.items()} == {i: ("unresolved", False) for i in every}
+
+
+@pytest.mark.harness
+def test_a_model_calling_harness_on_the_cluster(kube_cluster, demo_instances, demo_images, tmp_path):
+    run_dir = tmp_path / "cc"
+    proc = bench(kube_cluster, run_dir, "-n", "2", "--model", "scripted/gold", harness="claude-code")
+    out = proc.communicate(timeout=3600)[0]
+    assert proc.returncode == 0, out
+    got = results(run_dir)
+    assert {k: v["outcome"] for k, v in got.items()} == {i.instance_id: "resolved" for i in demo_instances}
+    assert all(v["usage"]["requests"] > 0 for v in got.values())  # every agent reached the gateway, counted
+    assert {v["node"] for v in got.values()} == set(kube_cluster.nodes)
+    assert not namespace_left(kube_cluster, run_dir)
+
+
+def _agent_pods_on(kube, node: str) -> list[str]:
+    cluster = kube.cluster()
+    pods = cluster.call("core", "list_pod_for_all_namespaces", label_selector="clawswe.role=agent",
+                        field_selector=f"spec.nodeName={node}").get("items") or []
+    return [p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+
+
+def test_a_node_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(kube_cluster, demo_instances,
+                                                                           demo_images, tmp_path):
+    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go", "Ruby", "JavaScript")]
+    run_dir = tmp_path / "run"
+    lost_node = kube_cluster.nodes[1]
+    proc = bench(kube_cluster, run_dir, "-n", "2", harness=f"{FAKES}:SlowOracleHarness", ids=ids,
+                 env={"CLAWSWE_TEST_SLEEP": "30"})
+    deadline = time.monotonic() + 900
+    while not _agent_pods_on(kube_cluster, lost_node):
+        assert time.monotonic() < deadline and proc.poll() is None, "no agent started on the second node"
+        time.sleep(0.5)
+    stopped = subprocess.run([str(SCRIPT), "node-down", "2"], capture_output=True, text=True)
+    try:
+        assert stopped.returncode == 0, stopped.stderr
+        out = proc.communicate(timeout=3600)[0]
+        assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
+        got = results(run_dir)
+        errors = {k for k, v in got.items() if v["outcome"] == "error"} | (set(ids) - set(got))
+        assert errors, out
+        assert all(got[k]["outcome"] == "resolved" for k in set(got) - errors), out  # no false verdict
+        assert all("node" in got[k]["error"] or "pod" in got[k]["error"] for k in errors if k in got), out
+
+        # the resume runs what the node took with it, on the node that is left
+        proc = bench(kube_cluster, run_dir, "-n", "2", "--resume", str(run_dir), harness=f"{FAKES}:SlowOracleHarness",
+                     ids=ids, env={"CLAWSWE_TEST_SLEEP": "1"})
+        out = proc.communicate(timeout=3600)[0]
+        assert proc.returncode == 0, out
+        got = results(run_dir)
+        assert {k: v["outcome"] for k, v in got.items()} == {i: "resolved" for i in ids}
+        assert {got[k]["node"] for k in errors} == {kube_cluster.nodes[0]}
+        assert not namespace_left(kube_cluster, run_dir)
+    finally:
+        up = subprocess.run([str(SCRIPT), "node-up", "2"], capture_output=True, text=True, env={**os.environ})
+        assert up.returncode == 0, up.stderr
