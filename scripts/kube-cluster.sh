@@ -261,6 +261,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
   netns_mounts_under_state_dir = true
+  # no OOM score below containerd's own (0): root may lack CAP_SYS_RESOURCE (this machine's does), and the
+  # kubelet's -998 for the pause container then fails every pod's start in runc ("oom_score_adj: Permission denied")
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$dir/cni"

@@ -70,43 +70,48 @@ def test_a_model_calling_harness_on_the_cluster(kube_cluster, demo_instances, de
     assert not namespace_left(kube_cluster, run_dir)
 
 
-def _agent_pods_on(kube, node: str) -> list[str]:
-    cluster = kube.cluster()
-    pods = cluster.call("core", "list_pod_for_all_namespaces", label_selector="clawswe.role=agent",
-                        field_selector=f"spec.nodeName={node}").get("items") or []
-    return [p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+def _agents_on(kube, node: str) -> set[str]:
+    """The instances whose agent pods run on `node` now."""
+    pods = kube.cluster().call("core", "list_pod_for_all_namespaces", label_selector="clawswe.role=agent",
+                               field_selector=f"spec.nodeName={node}").get("items") or []
+    return {p["metadata"]["annotations"]["clawswe.instance"] for p in pods
+            if (p.get("status") or {}).get("phase") == "Running"}
 
 
 def test_a_node_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(kube_cluster, demo_instances,
                                                                            demo_images, tmp_path):
     ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go", "Ruby", "JavaScript")]
     run_dir = tmp_path / "run"
-    lost_node = kube_cluster.nodes[1]
+    kept, lost_node = kube_cluster.nodes
     proc = bench(kube_cluster, run_dir, "-n", "2", harness=f"{FAKES}:SlowOracleHarness", ids=ids,
                  env={"CLAWSWE_TEST_SLEEP": "30"})
     deadline = time.monotonic() + 900
-    while not _agent_pods_on(kube_cluster, lost_node):
+    while not (lost := _agents_on(kube_cluster, lost_node)):
         assert time.monotonic() < deadline and proc.poll() is None, "no agent started on the second node"
         time.sleep(0.5)
     stopped = subprocess.run([str(SCRIPT), "node-down", "2"], capture_output=True, text=True)
     try:
         assert stopped.returncode == 0, stopped.stderr
         out = proc.communicate(timeout=3600)[0]
-        assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
         got = results(run_dir)
-        errors = {k for k, v in got.items() if v["outcome"] == "error"} | (set(ids) - set(got))
-        assert errors, out
-        assert all(got[k]["outcome"] == "resolved" for k in set(got) - errors), out  # no false verdict
-        assert all("node" in got[k]["error"] or "pod" in got[k]["error"] for k in errors if k in got), out
+        # never a verdict from the lost node: each of its items is an error, or was run again from scratch (the
+        # infrastructure retry) on the node that is left and resolved there
+        for k in lost:
+            assert got[k]["outcome"] == "error" or (got[k]["outcome"] == "resolved" and got[k]["node"] == kept
+                                                    and got[k]["attempts"] > 1), (k, got[k], out)
+        assert all(v["outcome"] in ("resolved", "error") for v in got.values()), out
+        errors = {k for k, v in got.items() if v["outcome"] == "error"}
+        assert all("node" in got[k]["error"] or "pod" in got[k]["error"] for k in errors), out
+        assert proc.returncode == (pytest.ExitCode.TESTS_FAILED if errors else 0), out
 
-        # the resume runs what the node took with it, on the node that is left
+        # the resume runs what is left, on the node that is left
         proc = bench(kube_cluster, run_dir, "-n", "2", "--resume", str(run_dir), harness=f"{FAKES}:SlowOracleHarness",
                      ids=ids, env={"CLAWSWE_TEST_SLEEP": "1"})
         out = proc.communicate(timeout=3600)[0]
         assert proc.returncode == 0, out
         got = results(run_dir)
         assert {k: v["outcome"] for k, v in got.items()} == {i: "resolved" for i in ids}
-        assert {got[k]["node"] for k in errors} == {kube_cluster.nodes[0]}
+        assert {got[k]["node"] for k in errors} <= {kept}
         assert not namespace_left(kube_cluster, run_dir)
     finally:
         up = subprocess.run([str(SCRIPT), "node-up", "2"], capture_output=True, text=True, env={**os.environ})

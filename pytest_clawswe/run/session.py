@@ -112,6 +112,8 @@ class RunSession:
         """Write the run's folder and start what it shares; nothing is left behind when this fails."""
         # no engine, no permission, one --docker-host down: one sentence before anything is written
         clients = engines.check(self.hosts)
+        if self.kube is not None:
+            self.kube.check()  # the cluster answers and has a ready node: one sentence before anything is written
         workers = getattr(self.config.option, "numprocesses", None)
         if len(self.hosts) > 1 and isinstance(workers or 0, int) and (workers or 0) < len(self.hosts):
             self.config.issue_config_time_warning(UserWarning(

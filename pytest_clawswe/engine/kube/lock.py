@@ -50,15 +50,25 @@ def apply_policies(cluster, namespace: str, gateway_ip: str, gateway_port: int) 
             cluster.call("networking", "replace_namespaced_network_policy", name, namespace, body)
 
 
-# $1 gateway host, $2 its port, $3 the canary's port, $4 API host, $5 API port, $6 the probe's token.
-# bash's /dev/tcp: the probe image needs bash and coreutils' timeout, nothing else
+# $1 gateway host, $2 its port, $3 the canary's port, $4 API host, $5 API port, $6 the probe's token, $7 the
+# network (locked, none, open). bash's /dev/tcp: the probe image needs bash and coreutils' timeout, nothing else.
+# A pod's rules take a moment to be applied after it starts (a policy-enforcing CNI's, or the test cluster's):
+# a pod that reaches the gateway has them all; one with no network is tried three times over three seconds.
 PROBE = r"""
 t() { timeout %d bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && echo open || echo closed; }
-echo "gateway $(t "$1" "$2")"
-echo "canary $(t "$1" "$3")"
-echo "api $(t "$4" "$5")"
+if [ "$7" != none ]; then
+  for _ in $(seq 100); do [ "$(t "$1" "$2")" = open ] && break; sleep 0.2; done
+  echo "gateway $(t "$1" "$2")"; echo "canary $(t "$1" "$3")"; echo "api $(t "$4" "$5")"
+else
+  gateway=closed canary=closed api=closed
+  for _ in 1 2 3; do
+    [ "$(t "$1" "$2")" = open ] && gateway=open; [ "$(t "$1" "$3")" = open ] && canary=open
+    [ "$(t "$4" "$5")" = open ] && api=open; sleep 1
+  done
+  echo "gateway $gateway"; echo "canary $canary"; echo "api $api"
+fi
 models=$(timeout %d bash -c 'exec 3<>/dev/tcp/$0/$1; printf "GET /v1/models HTTP/1.0\r\nHost: gateway\r\nAuthorization: Bearer %%s\r\n\r\n" "$2" >&3; cat <&3' "$1" "$2" "$6" 2>/dev/null | tail -n 1)
-case "$models" in *'"clawswe"'*) echo "address other" ;; *'"data"'*) echo "address own" ;; *) echo "address none" ;; esac
+case "$models" in *'"first_id":"clawswe"'*) echo "address other" ;; *'"first_id"'*) echo "address own" ;; *) echo "address none" ;; esac
 """ % (PROBE_TIMEOUT_S, PROBE_TIMEOUT_S)
 
 
@@ -156,12 +166,13 @@ def _probe_node(cluster, namespace: str, run_id: str, image: str, node: str, tar
     try:
         status = wait_running(cluster, namespace, name, ["sandbox"], timeout=300)
         if gateway is not None:  # a token bound to the probe's address: the gateway must see that address
-            scripted = {"mode": model.split("/", 1)[1], "gold_patch": "", "workdir": "/"} \
-                if model.startswith("scripted/") else None
+            scripted = None  # (the probe only lists the models: a scripted run's token plays nothing)
+            if model.startswith("scripted/"):
+                model, scripted = "scripted/noop", {"mode": "noop", "gold_patch": "", "workdir": "/"}
             token = gateway.register("_probe", model, scripted=scripted, address=status["ip"])
         gw_host, gw_port, canary_port, api_host, api_port = targets
         argv = ["bash", "-c", PROBE, "probe", gw_host, str(gw_port), str(canary_port), api_host, str(api_port),
-                token or "none"]
+                token or "none", network]
         stream = pod_exec.run(cluster, namespace, name, "sandbox", argv, 65536)
         lines = stream.out.value().decode(errors="replace").split("\n")
         seen = dict(line.split(" ", 1) for line in lines if " " in line)

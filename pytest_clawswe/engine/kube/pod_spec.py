@@ -84,6 +84,7 @@ def pod_body(name: str, image: str, *, labels: dict[str, str], network: str | No
              "securityContext": {"allowPrivilegeEscalation": False}} for i, b in enumerate(bundles)]
     spec: dict = {
         "restartPolicy": "Never", "automountServiceAccountToken": False, "enableServiceLinks": False,
+        "dnsPolicy": "Default",  # the node's resolver, as a Docker container has (no cluster DNS is assumed)
         "shareProcessNamespace": stopper, "terminationGracePeriodSeconds": 0,
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": containers, "volumes": [{"name": b["name"], "emptyDir": {}} for b in bundles],

@@ -35,6 +35,7 @@ from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE, owner_label
 
 DROPPED_CAPABILITIES = ("NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SETPCAP")  # as docker_workspace's
 KILL_DEADLINE_S = 10.0
+NETWORK_WAIT_S = 20.0  # a new pod reaches the gateway within this (its network policy applied)
 LOCK_WAIT_S = 30.0  # a pod whose network was locked is locked within this (the cluster applies the policy)
 
 # The containers' main processes: those whose parent is outside the pod's process namespace (ppid 0: started by
@@ -147,6 +148,7 @@ class PodWorkspace(BaseWorkspace):
             self.node = status["node"]
             self.ip = status["ip"]
             self._find_keepalives(status["containers"])
+            self._wait_for_network()
         except BaseException:
             self.remove()
             raise
@@ -171,6 +173,21 @@ class PodWorkspace(BaseWorkspace):
             raise
         states = {c["name"]: c.get("state") or {} for c in (pod.get("status") or {}).get("containerStatuses") or []}
         return (pod.get("status") or {}).get("phase") == "Running" and "running" in states.get(SANDBOX, {})
+
+    def _wait_for_network(self) -> None:
+        """A pod with a network is handed on once it reaches the run's gateway: the cluster applies a new pod's
+        network policy a moment after it starts (before that, a policy-enforcing network may drop its traffic)."""
+        from pytest_clawswe.engine.kube.pod_spec import network_label
+
+        if self.site.gateway is None or network_label(self.network) == "none":
+            return
+        host, port = self.site.gateway
+        script = (f'for _ in $(seq {int(NETWORK_WAIT_S / 0.2)}); do timeout 1 bash -c "exec 3<>/dev/tcp/{host}/{port}" '
+                  '2>/dev/null && exit 0; sleep 0.2; done; exit 1')
+        done = self.exec_in(STOPPER, ["sh", "-c", script], cap=4096)
+        if done.code == 1:
+            raise InfraError(f"pod {self.name} did not reach the model gateway at {host}:{port} within "
+                             f"{NETWORK_WAIT_S:.0f} s of its start")
 
     def _find_keepalives(self, container_ids: dict[str, str]) -> None:
         """Which main process is which container's: its cgroup names the container's id."""

@@ -18,6 +18,15 @@ class PodSite:
         self.cluster, self.namespace, self.publisher = cluster, namespace, publisher
         self._summaries: dict[str, tuple[float, dict]] = {}
         self._bundles: dict[str, dict] = {}  # volumes_from entry -> its bundle's volume (one look-up per process)
+        # (host, port) of the run's gateway: a pod with a network is handed on once it reaches it (its rules are in)
+        self.gateway: tuple[str, int] | None = None
+
+    def use_gateway(self, url: str) -> "PodSite":
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.gateway = (parts.hostname or "", parts.port or 80)
+        return self
         self._lock = threading.Lock()
 
     def workspace_factory(self):
