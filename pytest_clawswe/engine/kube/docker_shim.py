@@ -103,6 +103,8 @@ class PodContainer:
         self.created = False
 
     def start(self) -> None:
+        if self.created:  # started already (made ahead: scoring.EvalContainer); Docker's start is a no-op then
+            return
         site = self.client.site
         site.cluster.call("core", "create_namespaced_pod", site.namespace, self._body)
         self.created = True

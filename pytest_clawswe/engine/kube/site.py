@@ -20,6 +20,7 @@ class PodSite:
         self._bundles: dict[str, dict] = {}  # volumes_from entry -> its bundle's volume (one look-up per process)
         # (host, port) of the run's gateway: a pod with a network is handed on once it reaches it (its rules are in)
         self.gateway: tuple[str, int] | None = None
+        self._lock = threading.Lock()
 
     def use_gateway(self, url: str) -> "PodSite":
         from urllib.parse import urlsplit
@@ -27,7 +28,6 @@ class PodSite:
         parts = urlsplit(url)
         self.gateway = (parts.hostname or "", parts.port or 80)
         return self
-        self._lock = threading.Lock()
 
     def workspace_factory(self):
         """What the runner calls as it would call the Docker Workspace: (image, **settings) -> a PodWorkspace."""
