@@ -101,6 +101,8 @@ def test_a_node_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(kub
                                                     and got[k]["attempts"] > 1), (k, got[k], out)
         assert all(v["outcome"] in ("resolved", "error") for v in got.values()), out
         errors = {k for k, v in got.items() if v["outcome"] == "error"}
+        print(f"node lost: {sorted(lost)} ran there; first run: "
+              f"{ {k: (v['outcome'], v['node'], v['attempts'], v['error'][:120]) for k, v in got.items()} }")
         assert all("node" in got[k]["error"] or "pod" in got[k]["error"] for k in errors), out
         assert proc.returncode == (pytest.ExitCode.TESTS_FAILED if errors else 0), out
 
@@ -116,3 +118,60 @@ def test_a_node_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(kub
     finally:
         up = subprocess.run([str(SCRIPT), "node-up", "2"], capture_output=True, text=True, env={**os.environ})
         assert up.returncode == 0, up.stderr
+
+
+def _run_pods(kube, run_dir) -> list[str]:
+    from pytest_clawswe.engine.kube.namespace import namespace_for
+
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    try:
+        pods = kube.cluster().call("core", "list_namespaced_pod", namespace_for(run_id),
+                                   label_selector="clawswe.role=agent").get("items") or []
+    except Exception:  # noqa: BLE001  the namespace is not made yet
+        return []
+    return [p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+
+
+def _wait_for_agents(kube, run_dir, proc, count: int) -> None:
+    deadline = time.monotonic() + 900
+    while not ((run_dir / "run.json").is_file() and len(_run_pods(kube, run_dir)) >= count):
+        assert time.monotonic() < deadline and proc.poll() is None, "the agents did not start"
+        time.sleep(0.5)
+
+
+def test_ctrl_c_ends_the_items_as_errors_and_leaves_nothing_in_the_cluster(kube_cluster, demo_instances,
+                                                                           demo_images, tmp_path):
+    import signal
+
+    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go")]
+    run_dir = tmp_path / "run"
+    proc = bench(kube_cluster, run_dir, "-n", "2", harness=f"{FAKES}:SlowOracleHarness", ids=ids,
+                 env={"CLAWSWE_TEST_SLEEP": "600"})
+    _wait_for_agents(kube_cluster, run_dir, proc, 2)
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert set(v["outcome"] for v in results(run_dir).values()) <= {"error"}, out  # no verdict
+    assert not namespace_left(kube_cluster, run_dir), out
+
+
+def test_a_killed_run_leaves_its_namespace_to_clawswe_clean(kube_cluster, demo_instances, demo_images, tmp_path):
+    import signal
+
+    ids = [i.instance_id for i in demo_instances if i.language == "Python"]
+    run_dir = tmp_path / "run"
+    proc = bench(kube_cluster, run_dir, harness=f"{FAKES}:SlowOracleHarness", ids=ids,
+                 env={"CLAWSWE_TEST_SLEEP": "600"})
+    _wait_for_agents(kube_cluster, run_dir, proc, 1)
+    proc.send_signal(signal.SIGKILL)  # nothing of it runs its end: the namespace and its pod stay
+    proc.communicate(timeout=60)
+    assert namespace_left(kube_cluster, run_dir)
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    done = subprocess.run([sys.executable, "-m", "pytest_clawswe.cli", "clean", "--kubernetes", kube_cluster.context,
+                           "--run-id", run_id], capture_output=True, text=True, env=kube_cluster.env())
+    assert done.returncode == 0, done.stderr
+    assert "namespace" in done.stdout
+    deadline = time.monotonic() + 120
+    while namespace_left(kube_cluster, run_dir):  # deleted: gone once its pods are
+        assert time.monotonic() < deadline, "the namespace was not deleted"
+        time.sleep(1)
