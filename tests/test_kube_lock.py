@@ -81,3 +81,19 @@ def test_a_cluster_that_does_not_enforce_the_policies_is_refused(run):
                        run["gateway"].client(), "scripted/gold", network="locked")
     finally:
         lock.apply_policies(run["cluster"], run["ns"], run["host"], run["port"])
+
+
+def test_a_pod_moved_onto_the_locked_network_reaches_only_the_gateway(run):
+    """WildClawBench's warmup runs on the open network, then the pod's network is locked (task_container.lock_network):
+    the agent starts only once the lock holds."""
+    make = run["site"].workspace_factory()
+    labels = {LABEL_RUN: run["run_id"], LABEL_ROLE: "agent"}
+    reach = "timeout 3 bash -c 'exec 3<>/dev/tcp/{ip}/{port} && echo open' 2>/dev/null || echo closed"
+    with make(IMAGE, labels={**labels, LABEL_INSTANCE: "listener2"}, mem_limit="256m", network=None) as listener, \
+            make(IMAGE, labels={**labels, LABEL_INSTANCE: "warm"}, mem_limit="256m", network="bridge") as warm:
+        listener.exec(LISTEN)
+        time.sleep(1)
+        assert warm.exec(reach.format(ip=listener.ip, port=8080)).stdout.strip() == "open"  # the warmup's network
+        warm.set_network("clawswe-x")
+        assert warm.exec(reach.format(ip=listener.ip, port=8080)).stdout.strip() == "closed"
+        assert warm.exec(reach.format(ip=run["host"], port=run["port"])).stdout.strip() == "open"  # the gateway
