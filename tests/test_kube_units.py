@@ -95,12 +95,19 @@ def test_tail_keeps_the_end():
 
 
 def test_policies_lock_to_the_gateway():
-    locked, none = lock.policies("10.1.2.3", 4567)
+    locked, none, internet = lock.policies("10.1.2.3", 4567, hosts=["192.0.2.2"], resolvers=["10.0.0.53"])
     assert locked["spec"]["podSelector"] == {"matchLabels": {LABEL_NETWORK: "locked"}}
     assert locked["spec"]["policyTypes"] == ["Ingress", "Egress"] and locked["spec"]["ingress"] == []
     assert locked["spec"]["egress"] == [{"to": [{"ipBlock": {"cidr": "10.1.2.3/32"}}],
                                          "ports": [{"protocol": "TCP", "port": 4567}]}]
     assert none["spec"]["egress"] == [] and none["spec"]["podSelector"]["matchLabels"] == {LABEL_NETWORK: "none"}
+    # internet: the gateway first, DNS to the host's resolvers, then every public address but this host's
+    gateway, dns, public = internet["spec"]["egress"]
+    assert gateway == locked["spec"]["egress"][0]
+    assert dns["to"] == [{"ipBlock": {"cidr": "10.0.0.53/32"}}] and {p["port"] for p in dns["ports"]} == {53}
+    block = public["to"][0]["ipBlock"]
+    assert block["cidr"] == "0.0.0.0/0" and {"10.0.0.0/8", "169.254.0.0/16", "192.0.2.2/32"} <= set(block["except"])
+    assert internet["spec"]["ingress"] == []
 
 
 def test_docker_face_command_lines():
@@ -131,10 +138,15 @@ def test_enforcer_rules_follow_the_policies():
     netpol = _netpol()
     pods = [_pod("agent", "10.9.1.5", {LABEL_NETWORK: "locked"}), _pod("free", "10.9.1.6", {}),
             _pod("elsewhere", "10.9.2.5", {LABEL_NETWORK: "locked"}, node="n2")]
-    for p in lock.policies("10.9.255.1", 3000):
-        p["metadata"]["namespace"] = "clawswe-r"
     rules = netpol.ruleset("n1", "10.9.1.0/24", pods, [dict(p, metadata={**p["metadata"], "namespace": "clawswe-r"})
                                                          for p in lock.policies("10.9.255.1", 3000)], {})
+    pods.append(_pod("net", "10.9.1.7", {LABEL_NETWORK: "internet"}))
+    net = netpol.ruleset("n1", "10.9.1.0/24", pods, [dict(p, metadata={**p["metadata"], "namespace": "clawswe-r"})
+                                                       for p in lock.policies("10.9.255.1", 3000)], {}).splitlines()
+    gw = "-A CLAWSWE-NETPOL-OUT -s 10.9.1.7/32 -d 10.9.255.1/32 -p tcp --dport 3000 -j RETURN"
+    private = "-A CLAWSWE-NETPOL-OUT -s 10.9.1.7/32 -d 10.0.0.0/8 -j REJECT"
+    public = "-A CLAWSWE-NETPOL-OUT -s 10.9.1.7/32 -d 0.0.0.0/0 -j RETURN"
+    assert net.index(gw) < net.index(private) < net.index(public)  # the gateway before the refused ranges
     lines = rules.splitlines()
     allow = "-A CLAWSWE-NETPOL-OUT -s 10.9.1.5/32 -d 10.9.255.1/32 -p tcp --dport 3000 -j RETURN"
     deny = "-A CLAWSWE-NETPOL-OUT -s 10.9.1.5/32 -j REJECT"

@@ -115,3 +115,27 @@ def test_disk_used_counts_what_the_sandbox_wrote(site):
         while ws.disk_used() < before + 25_000_000:  # the runtime counts the layer every few seconds
             assert time.monotonic() < deadline, ws.disk_used()
             time.sleep(2)
+
+
+def test_what_the_sandbox_changed_and_a_read_only_folder(site, tmp_path):
+    """engine/world.py's view of a pod (its changes, its mounts) and Docker's read_only binds (WildClawBench's
+    exec/ at /app): the folder is there, read-only, and not the sandbox's own files."""
+    src = tmp_path / "exec"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "in.txt").write_text("given")
+    make = site.workspace_factory()
+    with make(IMAGE, labels={LABEL_RUN: "test-ws", LABEL_INSTANCE: "world", LABEL_ROLE: "agent"}, mem_limit="512m",
+              network="none", read_only={str(src): "/app"}) as ws:
+        assert ws.exec(["cat", "/app/sub/in.txt"]).stdout == "given"
+        assert ws.exec("echo x > /app/new 2>/dev/null").exit_code != 0  # read-only
+        assert "/app" in ws.mounts()
+        ws.exec("mkdir -p /root/made && echo 1 > /root/made/a && rm /etc/issue && echo y >> /etc/debian_version")
+        found = dict(ws.changes())
+        assert found.get("/root/made") == "added" and found.get("/root/made/a") == "added"
+        assert found.get("/etc/issue") == "deleted" and found.get("/etc/debian_version") == "changed"
+        assert "/app/sub/in.txt" not in found  # a mount's files are not the sandbox's
+        from pytest_clawswe.engine import world
+
+        manifest = world.capture(ws, tmp_path / "world")
+        assert {"path": "/root/made", "kind": "added"} in manifest["copied"]
+        assert (tmp_path / "world" / "files" / "root" / "made" / "a").read_text() == "1\n"

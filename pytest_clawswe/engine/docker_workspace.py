@@ -245,11 +245,6 @@ class Workspace(BaseWorkspace):
         self.exec(["mkdir", "-p", dest_dir], check=True)
         self.container.put_archive(dest_dir, buf.getvalue())
 
-    def put_tar(self, dest_dir: str, data: bytes) -> None:
-        self.exec(["mkdir", "-p", dest_dir], check=True)
-        if not self.container.put_archive(dest_dir, data):
-            raise InfraError(f"could not copy into {dest_dir} in the container")
-
     def read_file(self, path: str, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
         try:
             stream, stat = self.container.get_archive(path)

@@ -74,10 +74,6 @@ class BaseWorkspace(abc.ABC):
     def copy_in(self, src: Path, dest_dir: str, max_bytes: int = MAX_COPY_BYTES) -> None:
         """Copy a host file or folder into dest_dir; more than max_bytes raises InfraError."""
 
-    def put_tar(self, dest_dir: str, data: bytes) -> None:
-        """Extract the tar archive `data` into dest_dir (made if missing), owners and modes as the archive says."""
-        raise NotImplementedError(f"{type(self).__name__} takes no archive")
-
     @abc.abstractmethod
     def read_file(self, path: str, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
         """A file's bytes (at most max_bytes: its tail), or None when it is not a regular file."""
@@ -116,32 +112,3 @@ class BaseWorkspace(abc.ABC):
 
     def __exit__(self, *exc) -> None:
         self.remove()
-
-
-def extract_capped(fileobj, dest_dir: Path, path: str, max_bytes: int) -> None:
-    """Extract the tar stream `fileobj` (a copy of `path` out of a sandbox) into dest_dir: no links or devices,
-    members past max_bytes in all left out and listed in dest_dir/COPY_TRUNCATED.txt (copy_out's contract)."""
-    import tarfile
-
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    left_out: list[str] = []
-
-    def within_cap(tar):  # lazily, in stream order: extractall takes each member as it is read
-        copied = 0
-        for member in tar:
-            if member.issym() or member.islnk() or member.isdev():
-                continue
-            if copied + member.size > max_bytes:
-                left_out.append(member.name)
-                if len(left_out) > 1000:
-                    return  # stop reading: what is left is not copied anyway
-                continue
-            copied += member.size
-            yield member
-
-    with tarfile.open(fileobj=fileobj, mode="r|") as tar:
-        # extractall, not extract: it sets a folder's mode only after filling it
-        tar.extractall(dest_dir, members=within_cap(tar), filter="data")
-    if left_out:
-        (dest_dir / "COPY_TRUNCATED.txt").write_text(
-            f"more than {max_bytes} bytes under {path}: these were left out\n" + "\n".join(left_out) + "\n")

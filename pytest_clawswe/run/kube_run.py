@@ -104,8 +104,11 @@ class KubeRun:
 
                 gateway = GatewayProcess.start(cfg.run_dir / "gateway", host=host)
                 port = urlsplit(gateway.url).port or 80
-            lock.apply_policies(self.cluster, self.namespace, host, port)
-            mode = network_label(cfg.network)
+            hosts = sorted(set(_local_addresses()) | set(self.node_addresses()))
+            from pytest_clawswe.engine.internet import resolvers
+
+            lock.apply_policies(self.cluster, self.namespace, host, port, hosts=hosts, resolvers=resolvers())
+            mode = network_label(cfg.network, cfg.network_mode)
             image = self.site(docker_client, progress).image_ref(PROBE_IMAGE)
             self.probed = lock.probe(self.cluster, self.namespace, cfg.run_id, image, host, port,
                                      gateway.client() if gateway is not None else None, model,
@@ -132,8 +135,15 @@ class KubeRun:
         from pytest_clawswe.engine.kube.site import PodSite
         from pytest_clawswe.engine.registry import Registry
 
-        return PodSite(self.cluster, self.namespace, ImagePublisher(docker_client, Registry(self.cfg.registry, progress),
+        site = PodSite(self.cluster, self.namespace, ImagePublisher(docker_client, Registry(self.cfg.registry, progress),
                                                                     progress))
+        site.network_mode = getattr(self.cfg, "network_mode", "locked")
+        return site
+
+    def node_addresses(self) -> list[str]:
+        nodes = self.cluster.call("core", "list_node").get("items") or []
+        return [a["address"] for n in nodes for a in (n.get("status") or {}).get("addresses") or []
+                if a.get("type") in ("InternalIP", "ExternalIP")]
 
     def sweep(self, end: bool, progress=None) -> None:
         """end: delete the run's namespace (waits a while, so nothing is left when the run says it is done);
@@ -151,3 +161,14 @@ class KubeRun:
             if progress:
                 progress(f"could not clean the run's namespace {self.namespace} ({exc}); run `clawswe clean "
                          f"--kubernetes {self.cluster.context} --run-id {self.cfg.run_id}`")
+
+
+def _local_addresses() -> list[str]:
+    """This machine's IPv4 addresses (`ip -4 -o addr`): a pod on the internet network reaches none of them."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [fields[3].split("/")[0] for fields in (line.split() for line in out.splitlines()) if len(fields) > 3]

@@ -34,7 +34,8 @@ def put_tree(ws: Workspace, src: Path, dest: str) -> None:
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for path in sorted(src.rglob("*")):
             tar.add(str(path), arcname=str(path.relative_to(src)), recursive=False)
-    ws.put_tar(dest, buf.getvalue())
+    ws.exec(["mkdir", "-p", dest], check=True)
+    ws.put_archive(dest, buf.getvalue())
 
 
 def skill_dirs(harness_name: str) -> list[str]:

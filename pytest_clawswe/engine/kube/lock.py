@@ -24,23 +24,33 @@ from pytest_clawswe.engine.kube.pod_status import wait_running
 from pytest_clawswe.errors import InfraError, UserError
 from pytest_clawswe.labels import LABEL_ROLE, LABEL_RUN
 
-POLICY_LOCKED, POLICY_NONE = "clawswe-locked", "clawswe-none"
+POLICY_LOCKED, POLICY_NONE, POLICY_INTERNET = "clawswe-locked", "clawswe-none", "clawswe-internet"
 PROBE_TIMEOUT_S = 3
 
 
-def policies(gateway_ip: str, gateway_port: int) -> list[dict]:
+def policies(gateway_ip: str, gateway_port: int, hosts: tuple[str, ...] | list[str] = (), resolvers: tuple[str, ...] | list[str] = ()) -> list[dict]:
+    """`internet` (--network internet, engine/internet.py on Docker): the gateway, DNS to `resolvers`, and every
+    public address but `hosts` (this machine's and the nodes': "not this host"); the gateway's rule first, since
+    an enforcer may refuse the excepted ranges before it reads the rules that follow."""
+    from pytest_clawswe.engine.internet import BLOCKED_V4
+
     def policy(name: str, network: str, egress: list[dict]) -> dict:
         return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": name},
                 "spec": {"podSelector": {"matchLabels": {LABEL_NETWORK: network}},
                          "policyTypes": ["Ingress", "Egress"], "ingress": [], "egress": egress}}
 
     gateway = [{"to": [{"ipBlock": {"cidr": f"{gateway_ip}/32"}}], "ports": [{"protocol": "TCP", "port": gateway_port}]}]
-    return [policy(POLICY_LOCKED, "locked", gateway), policy(POLICY_NONE, "none", [])]
+    dns = [{"to": [{"ipBlock": {"cidr": f"{r}/32"}} for r in resolvers],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}] if resolvers else []
+    public = [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [*BLOCKED_V4, *(f"{h}/32" for h in hosts)]}}]}]
+    return [policy(POLICY_LOCKED, "locked", gateway), policy(POLICY_NONE, "none", []),
+            policy(POLICY_INTERNET, "internet", gateway + dns + public)]
 
 
-def apply_policies(cluster, namespace: str, gateway_ip: str, gateway_port: int) -> None:
-    """Create or replace the run's two policies in its namespace."""
-    for body in policies(gateway_ip, gateway_port):
+def apply_policies(cluster, namespace: str, gateway_ip: str, gateway_port: int, hosts: tuple[str, ...] | list[str] = (),
+                   resolvers: tuple[str, ...] | list[str] = ()) -> None:
+    """Create or replace the run's policies in its namespace."""
+    for body in policies(gateway_ip, gateway_port, hosts, resolvers):
         name = body["metadata"]["name"]
         try:
             cluster.call("networking", "create_namespaced_network_policy", namespace, body)
@@ -153,8 +163,9 @@ def ready_nodes(cluster) -> list[str]:
 def _probe_node(cluster, namespace: str, run_id: str, image: str, node: str, targets: tuple, gateway,
                 model: str, network: str) -> dict[str, str]:
     name = dns_label(f"cw-probe-{node}")
-    as_option = {"open": None, "none": "none"}.get(network, "locked")  # pod_spec.network_label's input
+    as_option = {"open": None, "none": "none"}.get(network, "run")  # pod_spec.network_label's input
     body = pod_body(name, image, labels={LABEL_RUN: run_id, LABEL_ROLE: "probe"}, network=as_option,
+                    network_mode=network,
                     mem_limit="64m", environment=None, extra_hosts=None, cap_drop=("ALL",), bundles=[], stopper=False)
     body["spec"]["nodeName"] = node  # the probe is of every node, not the scheduler's pick
     try:

@@ -54,8 +54,9 @@ class Stream:
 
 
 def open_exec(cluster, namespace: str, pod: str, container: str, argv: list[str], cap: int,
-              stdin: bytes | None = None, merge: bool = False) -> Stream:
-    """Start `argv` in the container; the output is read by pump() (or run())."""
+              stdin=None, merge: bool = False) -> Stream:
+    """Start `argv` in the container; the output is read by pump() (or run()). `stdin`: bytes or a file object,
+    sent whole before this returns (the command must know its length: see the module)."""
     from kubernetes.stream.ws_client import WSClient, get_websocket_url
 
     query = [("command", a) for a in argv] + [("container", container), ("stdout", "true"),
@@ -71,9 +72,10 @@ def open_exec(cluster, namespace: str, pod: str, container: str, argv: list[str]
     out = Tail(cap)
     stream = Stream(ws, out, out if merge else Tail(cap))
     if stdin is not None:
+        source = io.BytesIO(stdin) if isinstance(stdin, (bytes, bytearray)) else stdin
         try:
-            for at in range(0, len(stdin), STDIN_CHUNK):
-                ws.write_channel(0, stdin[at:at + STDIN_CHUNK])
+            for chunk in iter(lambda: source.read(STDIN_CHUNK), b""):
+                ws.write_channel(0, bytes(chunk))
         except Exception as exc:  # noqa: BLE001  the socket went away
             ws.close()
             raise InfraError(f"sending input to pod {pod} failed: {exc}") from None
@@ -138,7 +140,7 @@ def exit_code(status: bytes) -> tuple[int | None, str]:
     return 126, message
 
 
-def run(cluster, namespace: str, pod: str, container: str, argv: list[str], cap: int, stdin: bytes | None = None,
+def run(cluster, namespace: str, pod: str, container: str, argv: list[str], cap: int, stdin=None,
         merge: bool = False) -> Stream:
     """Run to the end in this thread; InfraError when the stream was cut."""
     stream = open_exec(cluster, namespace, pod, container, argv, cap, stdin, merge)
@@ -148,40 +150,21 @@ def run(cluster, namespace: str, pod: str, container: str, argv: list[str], cap:
     return stream
 
 
-class StdoutReader(io.RawIOBase):
-    """The exec's standard output as a file, read as it streams (a tar of a folder out of a pod): nothing is
-    held but the frame being read. At its end, a stream that ended without an exit status raises InfraError."""
 
-    def __init__(self, stream: Stream):
-        self.stream, self._rest, self._status, self._done = stream, b"", b"", False
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        ws = self.stream.ws
-        while not self._rest:
-            if self._done:
-                return 0
+def stdout_chunks(stream: Stream):
+    """The exec's standard output, frame by frame as it comes (a tar of a folder out of a pod: nothing is held but
+    the frame being read); standard error is dropped. Ends with the stream; a cut shows in what was read."""
+    ws = stream.ws
+    while True:
+        is_open = ws.is_open()
+        if is_open:
             try:
-                if ws.is_open():
-                    ws.update(timeout=1)
-                else:
-                    self._done = True
-                self._rest = ws.read_channel(STDOUT) or b""
-                ws.read_channel(STDERR)  # tar's complaints about files that vanished: Docker's copy drops them too
-                self._status += ws.read_channel(ERROR) or b""
-            except Exception as exc:  # noqa: BLE001  the socket broke
-                raise InfraError(f"copying out of a pod was cut: {exc}") from None
-            if self._done and not self._rest and exit_code(self._status)[0] is None:
-                raise InfraError(f"copying out of a pod was cut: {exit_code(self._status)[1]}")
-        n = min(len(buffer), len(self._rest))
-        buffer[:n], self._rest = self._rest[:n], self._rest[n:]
-        return n
-
-    def close(self) -> None:
-        try:
-            self.stream.ws.close()
-        except Exception:  # noqa: BLE001
-            pass
-        super().close()
+                ws.update(timeout=1)
+            except Exception:  # noqa: BLE001  the socket broke: what came is all there is
+                is_open = False
+        data = ws.read_channel(STDOUT)
+        if data:
+            yield data
+        ws.read_channel(STDERR)
+        if not is_open:
+            return

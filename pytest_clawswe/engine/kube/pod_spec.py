@@ -19,7 +19,7 @@ import re
 from pytest_clawswe.engine.kube.api import labels_and_annotations
 
 SANDBOX, STOPPER = "sandbox", "stopper"
-LABEL_NETWORK = "clawswe.network"  # locked | open | none: which of the run's NetworkPolicies applies (lock.py)
+LABEL_NETWORK = "clawswe.network"  # locked | internet | open | none: which of the run's NetworkPolicies applies
 # what the pod asks the scheduler for: Docker reserves nothing for a container either; the limits still hold
 REQUESTS = {"memory": "256Mi", "cpu": "100m"}
 STOPPER_RESOURCES = {"limits": {"memory": "64Mi"}, "requests": {"memory": "16Mi", "cpu": "10m"}}
@@ -41,20 +41,21 @@ def quantity(limit: str | int | None) -> str | None:
     return number + {"": "", "b": "", "k": "Ki", "m": "Mi", "g": "Gi", "t": "Ti"}[unit]
 
 
-def network_label(network: str | None) -> str:
-    """The run's --network as the pod's network label: open (Docker's default bridge), none, or locked."""
+def network_label(network: str | None, mode: str = "locked") -> str:
+    """A sandbox's Docker network as the pod's network label: open (Docker's default bridge), none, or the run's
+    own network, which is `mode` (--network locked or internet)."""
     if network is None or network == "bridge":
         return "open"
-    return "none" if network == "none" else "locked"
+    return "none" if network == "none" else mode
 
 
-def pod_body(name: str, image: str, *, labels: dict[str, str], network: str | None,
+def pod_body(name: str, image: str, *, labels: dict[str, str], network: str | None, network_mode: str = "locked",
              mem_limit: str | None, environment: dict[str, str] | None, extra_hosts: dict[str, str] | None,
              cap_drop: tuple[str, ...], bundles: list[dict], stopper: bool = True,
              command: list[str] | None = None, user: str | None = None, cap_add: tuple[str, ...] = (),
              extra_containers: list[dict] | None = None) -> dict:
     """The v1 Pod of one sandbox. `bundles`: [{name, image, path}] (a bundle's copier image and its path)."""
-    k8s_labels, annotations = labels_and_annotations({**labels, LABEL_NETWORK: network_label(network)})
+    k8s_labels, annotations = labels_and_annotations({**labels, LABEL_NETWORK: network_label(network, network_mode)})
     limits = {"memory": quantity(mem_limit)} if mem_limit else {}
     security: dict = {"capabilities": {k: v for k, v in (("drop", list(cap_drop)), ("add", list(cap_add))) if v}}
     if user not in (None, "", "root", "0", "0:0"):

@@ -10,33 +10,27 @@ node; `node` names it once the pod runs.
 """
 from __future__ import annotations
 
-import io
 import secrets
-import tarfile
+import shlex
 import threading
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pytest_clawswe.engine.kube import pod_exec
 from pytest_clawswe.engine.kube.api import ApiError, dns_label
+from pytest_clawswe.engine.kube.pod_files import PodFiles
 from pytest_clawswe.engine.kube.pod_spec import SANDBOX, STOPPER, pod_body
 from pytest_clawswe.engine.kube.pod_status import wait_running
-from pytest_clawswe.engine.workspace import (
-    MAX_COPY_BYTES,
-    MAX_EXEC_OUTPUT,
-    MAX_READ_BYTES,
-    BaseWorkspace,
-    ExecResult,
-    extract_capped,
-)
+from pytest_clawswe.engine.workspace import MAX_EXEC_OUTPUT, BaseWorkspace, ExecResult
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE, owner_label
 
 DROPPED_CAPABILITIES = ("NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SETPCAP")  # as docker_workspace's
 KILL_DEADLINE_S = 10.0
 NETWORK_WAIT_S = 20.0  # a new pod reaches the gateway within this (its network policy applied)
-LOCK_WAIT_S = 30.0  # a pod whose network was locked is locked within this (the cluster applies the policy)
+LOCK_WAIT_S = 30.0
+RO_ROOT = "/clawswe-ro"  # where the stopper mounts the read-only folders it fills  # a pod whose network was locked is locked within this (the cluster applies the policy)
 
 # The containers' main processes: those whose parent is outside the pod's process namespace (ppid 0: started by
 # the runtime), each with its cgroup (its first line names the container). Read right after the pod starts,
@@ -81,28 +75,14 @@ while :; do
 done
 """
 
-# $1: the sandbox's keep-alive, $2: a path in the sandbox, $3: bytes. "F" then the file's tail, or "N".
-_READ = r"""f=/proc/$1/root$2
-if [ -f "$f" ] && [ ! -h "$f" ]; then printf F; exec tail -c "$3" -- "$f"; fi
-printf N"""
-
-# $1: the sandbox's keep-alive, $2: a path in the sandbox. "F" then a tar of it, or "N" when it does not exist.
-_COPY_OUT = r"""r=/proc/$1/root; p=$2
-[ -e "$r$p" ] || [ -h "$r$p" ] || { printf N; exit 0; }
-printf F; cd "$r$(dirname -- "$p")" && exec tar -c -f - -- "$(basename -- "$p")"
-"""
-
-# $1: a folder, $2: bytes of tar on stdin: extracted there (the parents made first)
-_UNTAR = 'mkdir -p -- "$1" && head -c "$2" | tar -x -f - -C "$1"'
-
-
-class PodWorkspace(BaseWorkspace):
+class PodWorkspace(PodFiles, BaseWorkspace):
     """A running pod for one item. Use as a context manager: the pod is deleted on every path."""
 
     def __init__(self, site, image: str, *, labels: dict[str, str], name: str | None = None,
                  mem_limit: str | None = "8g", pids_limit: int | None = 300, network: str | None = None,
                  volumes_from: list[str] | None = None, environment: dict[str, str] | None = None,
-                 extra_hosts: dict[str, str] | None = None, cap_drop: tuple[str, ...] = DROPPED_CAPABILITIES):
+                 extra_hosts: dict[str, str] | None = None, cap_drop: tuple[str, ...] = DROPPED_CAPABILITIES,
+                 read_only: dict[str, str] | None = None):
         self.site = site  # the run's cluster side: cluster, namespace, images (engine/kube/site.py)
         self.image = image
         self.labels = {**labels, **owner_label()}
@@ -112,6 +92,9 @@ class PodWorkspace(BaseWorkspace):
         self._args: dict[str, Any] = dict(mem_limit=mem_limit, environment=environment, extra_hosts=extra_hosts,
                                           cap_drop=cap_drop)
         self._volumes_from = volumes_from or []
+        # host folder -> path in the sandbox, read-only (Docker binds it): an emptyDir the sandbox mounts read-only,
+        # filled after the start through the stopper, which mounts it writable
+        self._read_only = dict(read_only or {})
         self.node = ""  # the node the scheduler chose, once running
         self.ip = ""
         self.created = False
@@ -137,9 +120,15 @@ class PodWorkspace(BaseWorkspace):
     def start(self) -> "PodWorkspace":
         site = self.site
         body = pod_body(self.name, site.image_ref(self.image), labels=self.labels, network=self.network,
+                        network_mode=site.network_mode,
                         bundles=site.bundle_volumes(self._volumes_from), extra_containers=self.companions,
                         **self._args)
         body["spec"]["volumes"] += self._companion_volumes
+        containers = {c["name"]: c for c in body["spec"]["containers"]}
+        for i, dest in enumerate(self._read_only.values()):
+            body["spec"]["volumes"].append({"name": f"ro-{i}", "emptyDir": {}})
+            containers[SANDBOX]["volumeMounts"].append({"name": f"ro-{i}", "mountPath": dest, "readOnly": True})
+            containers[STOPPER].setdefault("volumeMounts", []).append({"name": f"ro-{i}", "mountPath": f"{RO_ROOT}/{i}"})
         try:
             site.cluster.call("core", "create_namespaced_pod", site.namespace, body)
             self.created = True
@@ -148,6 +137,7 @@ class PodWorkspace(BaseWorkspace):
             self.node = status["node"]
             self.ip = status["ip"]
             self._find_keepalives(status["containers"])
+            self._fill_read_only()
             self._wait_for_network()
         except BaseException:
             self.remove()
@@ -174,12 +164,30 @@ class PodWorkspace(BaseWorkspace):
         states = {c["name"]: c.get("state") or {} for c in (pod.get("status") or {}).get("containerStatuses") or []}
         return (pod.get("status") or {}).get("phase") == "Running" and "running" in states.get(SANDBOX, {})
 
+    def _fill_read_only(self) -> None:
+        import io
+        import tarfile
+
+        for i, host in enumerate(self._read_only):
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as tar:
+                for path in sorted(Path(host).rglob("*")):
+                    tar.add(str(path), arcname=str(path.relative_to(host)), recursive=False)
+            self.put_archive(f"{RO_ROOT}/{i}", buf.getvalue(), container=STOPPER)
+
+    def exec_detached(self, argv: list[str], workdir: str = "/") -> None:
+        """Start argv in the sandbox and return at once (it holds none of the exec's streams)."""
+        cmd = f"cd {shlex.quote(workdir)} && {shlex.join(argv)} </dev/null >/dev/null 2>&1 &"
+        done = self.exec_in(SANDBOX, ["sh", "-c", cmd], cap=4096)
+        if done.code != 0:
+            raise InfraError(f"could not start {argv[0]} in pod {self.name} (exit {done.code})")
+
     def _wait_for_network(self) -> None:
         """A pod with a network is handed on once it reaches the run's gateway: the cluster applies a new pod's
         network policy a moment after it starts (before that, a policy-enforcing network may drop its traffic)."""
         from pytest_clawswe.engine.kube.pod_spec import network_label
 
-        if self.site.gateway is None or network_label(self.network) == "none":
+        if self.site.gateway is None or network_label(self.network, self.site.network_mode) == "none":
             return
         host, port = self.site.gateway
         script = (f'for _ in $(seq {int(NETWORK_WAIT_S / 0.2)}); do timeout 1 bash -c "exec 3<>/dev/tcp/{host}/{port}" '
@@ -258,38 +266,8 @@ class PodWorkspace(BaseWorkspace):
             raise InfraError(f"could not stop the processes of pod {self.name}: neither of its containers ran the "
                              "kill pass")
 
-    # -- files -----------------------------------------------------------------------------------------
-    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
-        if isinstance(data, str):
-            data = data.encode()
-        p = PurePosixPath(path)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(p.name)
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-        self.put_tar(str(p.parent), buf.getvalue())
-
-    def copy_in(self, src: Path, dest_dir: str, max_bytes: int = MAX_COPY_BYTES) -> None:
-        src = Path(src)
-        files = [src] if src.is_file() else [p for p in src.rglob("*") if p.is_file() and not p.is_symlink()]
-        size = sum(p.stat().st_size for p in files)
-        if size > max_bytes:
-            raise InfraError(f"{src} holds {size} bytes, more than the {max_bytes} a copy into a workspace "
-                             "may carry", retryable=False)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(src), arcname=src.name)
-        self.put_tar(dest_dir, buf.getvalue())
-
-    def put_tar(self, dest_dir: str, data: bytes, container: str = SANDBOX) -> None:
-        stream = self.exec_in(container, ["sh", "-c", _UNTAR, "sh", dest_dir, str(len(data))], stdin=data)
-        if stream.code != 0:
-            raise InfraError(f"could not copy into {dest_dir} in pod {self.name} (exit {stream.code}): "
-                             f"{stream.out.value()[-500:].decode(errors='replace')}")
-
-    def exec_in(self, container: str, argv: list[str], stdin: bytes | None = None,
-                cap: int = MAX_EXEC_OUTPUT, merge: bool = True) -> pod_exec.Stream:
+    def exec_in(self, container: str, argv: list[str], stdin=None, cap: int = MAX_EXEC_OUTPUT,
+                merge: bool = True) -> pod_exec.Stream:
         """Run argv to its end in one of the pod's containers (stdout and stderr merged unless `merge` is False);
         InfraError when the stream was cut."""
         return pod_exec.run(self.site.cluster, self.site.namespace, self.name, container, argv, cap, stdin=stdin,
@@ -301,7 +279,7 @@ class PodWorkspace(BaseWorkspace):
         from pytest_clawswe.engine.kube.pod_spec import LABEL_NETWORK, network_label
 
         self.network = network
-        label = network_label(network)
+        label = network_label(network, self.site.network_mode)
         self.site.cluster.call("core", "patch_namespaced_pod", self.name, self.site.namespace,
                                {"metadata": {"labels": {LABEL_NETWORK: label}}})
         if label == "open":
@@ -316,26 +294,6 @@ class PodWorkspace(BaseWorkspace):
                 raise InfraError(f"pod {self.name} still reaches the API server {LOCK_WAIT_S:.0f} s after its "
                                  "network was locked")
             time.sleep(0.2)
-
-    def read_file(self, path: str, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
-        stream = pod_exec.run(self.site.cluster, self.site.namespace, self.name, STOPPER,
-                              ["sh", "-c", _READ, "sh", self._sandbox_pid, path, str(max_bytes)], max_bytes + 1)
-        data = stream.out.value()
-        if stream.code != 0 or not data.startswith(b"F"):
-            return None
-        return data[1:]
-
-    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> bool:
-        stream = pod_exec.open_exec(self.site.cluster, self.site.namespace, self.name, STOPPER,
-                                    ["sh", "-c", _COPY_OUT, "sh", self._sandbox_pid, path], 65536)
-        reader = pod_exec.StdoutReader(stream)
-        try:
-            if reader.read(1) != b"F":
-                return False
-            extract_capped(reader, Path(dest_dir), path, max_bytes)
-        finally:
-            reader.close()
-        return True
 
     # -- the rest ----------------------------------------------------------------------------------
     def disk_used(self) -> int:

@@ -20,6 +20,7 @@ class PodSite:
         self._bundles: dict[str, dict] = {}  # volumes_from entry -> its bundle's volume (one look-up per process)
         # (host, port) of the run's gateway: a pod with a network is handed on once it reaches it (its rules are in)
         self.gateway: tuple[str, int] | None = None
+        self.network_mode = "locked"  # what the run's own network is: locked or internet (--network)
         self._lock = threading.Lock()
 
     def use_gateway(self, url: str) -> "PodSite":

@@ -43,7 +43,7 @@ def start(ws, config: dict | None, fixtures_dir: Path, audit_dir: Path, timeout:
     config = check_config(config, Path(fixtures_dir))
     ports = {name: int({**PORTS, **(config.get("ports") or {})}[name]) for name in config["services"]}
     begin = time.monotonic()
-    ws.put_tar(INBOX, _payload(config, Path(fixtures_dir)), container=CONTAINER)
+    ws.put_archive(INBOX, _payload(config, Path(fixtures_dir)), container=CONTAINER)
     ws.exec_in(CONTAINER, ["touch", f"{INBOX}/.ready"])
     cmd = ["/opt/wcs/bin/python", "-c", _HEALTH, *map(str, ports.values())]
     deadline = time.monotonic() + timeout
