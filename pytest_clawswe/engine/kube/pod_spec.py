@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from pytest_clawswe.engine.kube.api import labels_and_annotations
+from pytest_clawswe.labels import LABEL_ROLE, LABEL_RUN
 
 SANDBOX, STOPPER = "sandbox", "stopper"
 LABEL_NETWORK = "clawswe.network"  # locked | internet | open | none: which of the run's NetworkPolicies applies
@@ -92,6 +93,12 @@ def pod_body(name: str, image: str, *, labels: dict[str, str], network: str | No
     }
     if init:
         spec["initContainers"] = init
+    run, role = labels.get(LABEL_RUN), labels.get(LABEL_ROLE)
+    if run and role:  # a hint, not a rule: the run's sandboxes of one kind spread over the nodes (the scheduler
+        # otherwise favours the node that has the image, and a run's items pile up there)
+        spec["topologySpreadConstraints"] = [{
+            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {LABEL_RUN: k8s_labels[LABEL_RUN], LABEL_ROLE: k8s_labels[LABEL_ROLE]}}}]
     if extra_hosts:
         by_ip: dict[str, list[str]] = {}
         for host, ip in extra_hosts.items():
