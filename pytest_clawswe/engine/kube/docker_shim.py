@@ -186,15 +186,20 @@ class _Api:
         self._execs[exec_id] = {"container": target, "argv": wrapped, "pid_file": pid_file, "stream": None}
         return {"Id": exec_id}
 
-    def exec_start(self, exec_id: str, stream: bool = False, **kwargs):
+    def exec_start(self, exec_id: str, stream: bool = False, demux: bool = False, **kwargs):
         entry = self._execs[exec_id]
         target: PodContainer = entry["container"]
         site = self._client.site
         opened = pod_exec.open_exec(site.cluster, site.namespace, target.name, SANDBOX, entry["argv"],
                                     MAX_EXEC_OUTPUT, merge=True)
         entry["stream"] = opened
-        chunks = _chunks(opened)
-        return chunks if stream else b"".join(chunks)
+        chunks = _chunks(opened, demux)
+        if stream:
+            return chunks
+        if demux:
+            pairs = list(chunks)
+            return (b"".join(p[0] or b"" for p in pairs), b"".join(p[1] or b"" for p in pairs))
+        return b"".join(chunks)
 
     def exec_inspect(self, exec_id: str) -> dict:
         entry = self._execs[exec_id]
@@ -213,10 +218,10 @@ class _Api:
         return self._client.made[container_id]
 
 
-def _chunks(stream):
-    """The exec's merged output as docker-py's stream yields it, chunk by chunk, as it comes; a stream cut before
-    its exit status (the node or the API server went away) raises InfraError: partial test output is never
-    graded."""
+def _chunks(stream, demux: bool = False):
+    """The exec's output as docker-py's stream yields it, chunk by chunk, as it comes: merged, or with `demux`
+    (stdout, None) / (None, stderr) pairs; a stream cut before its exit status (the node or the API server went
+    away) raises InfraError: partial test output is never graded."""
     ws = stream.ws
     status = b""
     try:
@@ -227,7 +232,7 @@ def _chunks(stream):
             for channel in (pod_exec.STDOUT, pod_exec.STDERR):
                 data = ws.read_channel(channel)
                 if data:
-                    yield data
+                    yield ((data, None) if channel == pod_exec.STDOUT else (None, data)) if demux else data
             status += ws.read_channel(pod_exec.ERROR) or b""
             if not is_open:
                 break
