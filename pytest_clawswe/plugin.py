@@ -90,8 +90,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--no-model-check", action="store_true",
                 help="skip the one cheap request per provider that checks the key, model name and credit first")
     from pytest_clawswe.engine.hosts import add_options
+    from pytest_clawswe.run.kube_run import add_options as add_kube_options
 
     add_options(g)
+    add_kube_options(g)
 
 
 def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:

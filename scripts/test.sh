@@ -11,10 +11,12 @@ cd "$(dirname "$0")/.."
 . scripts/venv.sh test
 probe=$(mktemp)
 harbor_probe=$(mktemp)
+kube_probe=$(mktemp)
 reports=$(mktemp -d)
-trap 'rm -rf "$probe" "$harbor_probe" "$reports"' EXIT
+trap 'rm -rf "$probe" "$harbor_probe" "$kube_probe" "$reports"' EXIT
 # Which tests would run? (collection only; the same arguments)
-CLAWSWE_NEEDS_DOCKER_FILE=$probe CLAWSWE_NEEDS_HARBOR_FILE=$harbor_probe PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
+CLAWSWE_NEEDS_DOCKER_FILE=$probe CLAWSWE_NEEDS_HARBOR_FILE=$harbor_probe CLAWSWE_NEEDS_KUBE_FILE=$kube_probe \
+  PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
   python -m pytest -p needs_docker --collect-only -q "$@" -n 0 >/dev/null || true  # -n 0: collect here
 # Harbor's own package (Python 3.12 venv, tests/harbor_venv.py), built once into ~/.cache/clawswe when a selected
 # test checks exports with it: here, outside any test's time-out (a few minutes the first time, then nothing)
@@ -31,6 +33,14 @@ if [ "$(cat "$probe")" != no ]; then  # yes, or collection failed: let the real 
       || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry openssl >/dev/null; }
     [ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
   fi
+fi
+# tests marked kubernetes run on the test cluster (tests/kube_cluster.py starts it): its binaries are built once
+# from Debian's source package and cached (10-30 min cold on a shared 2-core machine, seconds warm); built here,
+# not inside a test's timeout
+if [ "$(cat "$kube_probe")" = yes ]; then
+  start=$(date +%s)
+  scripts/kube-cluster.sh build >/dev/null
+  echo "[test] the test cluster's binaries are ready ($(( $(date +%s) - start )) s)" >&2
 fi
 status=0
 python -m pytest -n "${CLAWSWE_TEST_WORKERS:-2}" --dist loadfile "$@" --exclusive exclude \

@@ -24,8 +24,11 @@ def pytest_configure(config):
 
 
 def is_exclusive(item) -> bool:
-    """Marked so, or it uses the second Docker engine (tests/second_engine.py)."""
-    return item.get_closest_marker("exclusive") is not None or "second_engine" in getattr(item, "fixturenames", ())
+    """Marked so, or it uses the second Docker engine (tests/second_engine.py) or the test cluster
+    (tests/kube_cluster.py: one per machine, started by the first test that needs it)."""
+    fixtures = getattr(item, "fixturenames", ())
+    return item.get_closest_marker("exclusive") is not None or "second_engine" in fixtures \
+        or "kube_cluster" in fixtures
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,5 +1,5 @@
 """`clawswe clean`: remove what killed runs left behind (containers, volumes, networks labelled by a run,
-and the host firewall rules of their networks)."""
+and the host firewall rules of their networks; with --kubernetes, the run namespaces on a cluster)."""
 from __future__ import annotations
 
 import os
@@ -120,6 +120,14 @@ def _cli(args) -> int:
     from pytest_clawswe.engine.hosts import Host
 
     n = 0
+    if args.kubernetes is not None:  # a cluster's run namespaces (engine/kube/namespace.py), then this machine's engine
+        from pytest_clawswe.engine.kube import namespace
+        from pytest_clawswe.engine.kube.api import Cluster
+
+        try:
+            n += namespace.clean(Cluster(args.kubernetes or None), args.run_id, args.dry_run, include_live=args.all)
+        except InfraError as exc:
+            raise UserError(f"--kubernetes {args.kubernetes}: {exc}") from None
     for url in args.docker_host or [None]:  # each engine on its own
         try:
             client = Host(url, args.docker_tls_dir).client() if url else docker_client()
@@ -144,4 +152,7 @@ def add_cli(sub) -> None:
                         "local socket)")
     p.add_argument("--docker-tls-dir", metavar="DIR", default=os.environ.get("DOCKER_CERT_PATH"),
                    help="ca.pem, cert.pem and key.pem for tcp:// engines (default: DOCKER_CERT_PATH)")
+    p.add_argument("--kubernetes", nargs="?", const="", default=None, metavar="CONTEXT",
+                   help="also delete the namespaces runs left on this cluster (the kubeconfig's CONTEXT, default its "
+                        "current one): those whose run's process is gone, or --all")
     p.set_defaults(func=_cli)

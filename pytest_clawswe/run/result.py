@@ -31,6 +31,7 @@ class ItemResult:
     provider_cost_usd: float | None = None  # what the provider itself billed (OpenRouter's usage.cost)
     # a regraded item (`clawswe regrade`, run/regrade.py): the run it comes from and how it ended there
     regrade: dict = field(default_factory=dict)
+    node: str = ""  # the Kubernetes node its sandbox ran on (--kubernetes; "" on a Docker engine)
 
     @property
     def final(self) -> bool:

@@ -94,6 +94,9 @@ class RunSession:
         if cfg.network_mode == "internet" and any(engines.is_remote(h.url) for h in self.hosts):
             raise pytest.UsageError("--network internet guards this machine's firewall only; drop the tcp:// and "
                                     "ssh:// --docker-host, or give --network locked")
+        from pytest_clawswe.run.kube_run import from_config
+
+        self.kube = from_config(config, cfg)  # --kubernetes: the sandboxes are pods of a cluster (run/kube_run.py)
         config.stash[RUN_KEY] = cfg
         # --collect-only lists items and runs nothing: it leaves no run directory behind
         self.writes = not self.is_worker and not config.option.collectonly
@@ -109,6 +112,8 @@ class RunSession:
         """Write the run's folder and start what it shares; nothing is left behind when this fails."""
         # no engine, no permission, one --docker-host down: one sentence before anything is written
         clients = engines.check(self.hosts)
+        if self.kube is not None:
+            self.kube.check()  # the cluster answers and has a ready node: one sentence before anything is written
         workers = getattr(self.config.option, "numprocesses", None)
         if len(self.hosts) > 1 and isinstance(workers or 0, int) and (workers or 0) < len(self.hosts):
             self.config.issue_config_time_warning(UserWarning(
@@ -119,9 +124,12 @@ class RunSession:
         from pytest_clawswe.run import provider
 
         provider.reset(self.cfg.run_dir)  # a streak of an earlier part of the run does not stop this one
+        if self.kube is not None:  # its namespace, the gateway where the nodes reach it, the proven lock
+            self.gateway_process = self.kube.start(clients[0], self.needs_model, _progress, model=self.gateway_model)
         if self.needs_model:
             try:
-                self.gateway_process = start_gateway(self.cfg, self.hosts, clients, model=self.gateway_model)
+                if self.gateway_process is None:
+                    self.gateway_process = start_gateway(self.cfg, self.hosts, clients, model=self.gateway_model)
                 if not self.config.getoption("no_model_check"):
                     from pytest_clawswe.gateway.model_check import check_model
 
@@ -318,9 +326,12 @@ class RunSession:
             self._sweep(wait_s=60, spare_live_others=True, progress=_progress)
 
     def _sweep(self, **kwargs) -> None:
-        """The run's leftovers, on each of its engines (engine/hosts.py)."""
+        """The run's leftovers, on each of its engines (engine/hosts.py), and its namespace on the cluster (at
+        the end: all of it; at the start: the pods a killed attempt left)."""
         for host in self.hosts:
             sweep_run(self.cfg.run_id, host=host, **kwargs)
+        if self.kube is not None:
+            self.kube.sweep(end=kwargs.get("include_live", True), progress=kwargs.get("progress"))
 
     # -- Ctrl-C ------------------------------------------------------------------------------------
     def install_interrupts(self) -> None:

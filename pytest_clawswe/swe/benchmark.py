@@ -118,6 +118,13 @@ class ClawSweBench(Benchmark):
         if index:  # images are built or pulled on the first engine and loaded from there
             runner.image_source = hosts[0].client()
         runner.health = self.health()
+        if run_session.kube is not None:  # --kubernetes: the sandboxes and evaluations are pods (run/kube_run.py)
+            site = run_session.kube.site(runner.client, progress)
+            if runner.gateway is not None:
+                site.use_gateway(runner.gateway.url)
+            runner.workspace_factory = site.workspace_factory()
+            runner.eval_client = site.docker_client()
+            runner.host_name = run_session.kube.name
         return runner
 
 

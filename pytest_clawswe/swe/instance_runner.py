@@ -57,6 +57,7 @@ class InstanceRunner(ItemRunner):
         self.host_name = ""  # the Docker engine the items run on (engine/hosts.py), recorded in each result
         self.image_source = None  # another engine to load images from (engines.copy_image); None: this one
         self.health = None  # the run's --health file (report/health.Health): its verdicts mark the results
+        self.eval_client = client  # where the evaluation's container is made (a cluster's pods: engine/kube/)
 
     def item_dir(self, instance_id: str) -> Path:
         return instance_dir(self.config.run_dir, instance_id)
@@ -120,6 +121,7 @@ class InstanceRunner(ItemRunner):
         ws = made_ahead if made_ahead is not None else self._new_workspace(instance, image)
         with _RemovedBeside(ws, self._removals, started=made_ahead is not None):
             timings["container_start"] = round(time.monotonic() - t, 3)
+            result.node = getattr(ws, "node", "")  # a cluster's: the node the scheduler chose
             t = time.monotonic()
             if cfg.purge and made_ahead is None:  # (made ahead: proven there, in this container)
                 check_purged(ws, row["base_commit"])  # proven again on every item, cached image or not
@@ -128,7 +130,7 @@ class InstanceRunner(ItemRunner):
             # the evaluation's container is made and started while the agent works: off the item's critical path
             from pytest_clawswe.swe.scoring import EvalContainer
 
-            self._eval_ahead = EvalContainer(self.client, row, cfg.run_id, {**self.labels, LABEL_INSTANCE:
+            self._eval_ahead = EvalContainer(self.eval_client, row, cfg.run_id, {**self.labels, LABEL_INSTANCE:
                                                                        instance.instance_id}, cfg.mem_limit)
             ctx = AgentContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
             if self.gateway is not None:
@@ -189,7 +191,7 @@ class InstanceRunner(ItemRunner):
         from pytest_clawswe.swe.scoring import score  # swebench takes a second to import: only items that run pay it
 
         t = time.monotonic()
-        graded = score(self.client, row, patch.clean, run_id=cfg.run_id, model_label=cfg.model_label,
+        graded = score(self.eval_client, row, patch.clean, run_id=cfg.run_id, model_label=cfg.model_label,
                        eval_dir=work / "eval", labels={**self.labels, LABEL_INSTANCE: instance.instance_id},
                        timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit, ahead=self._eval_ahead)
         timings["score"] = round(time.monotonic() - t, 3)

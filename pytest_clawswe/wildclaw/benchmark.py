@@ -116,6 +116,11 @@ class WildClawBench(Benchmark):
             runner = TaskRunner(cfg, self.options, cfg.new_harness(), client, progress=progress)
         runner.benchmark = type(self)
         runner.join_run_gateway()
+        if run_session.kube is not None:  # --kubernetes: the task's and the grader's sandboxes are pods
+            site = run_session.kube.site(client, progress)
+            if runner.gateway is not None:
+                site.use_gateway(runner.gateway.url)
+            runner.workspace_factory = site.workspace_factory()
         return runner
 
     def check_engines(self, hosts: list, needs_model: bool) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pytest_clawswe.engine import world
@@ -76,6 +77,7 @@ class Grading:
     token: str = ""
     gateway_url: str = ""
     revoke: Callable[[], None] | None = None  # the judge's token, at once when grade() has returned
+    workspace_factory: Callable | None = None  # how the grader's sandbox is made (a cluster's pod: --kubernetes)
 
 
 def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
@@ -94,8 +96,9 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
            "PATH": grade_main.CLEAN_PATH, "HOME": "/root", grade_main.GRADER_ENV: "1"}
     network = how.network if how.gateway_url else "none"
     notes: list[str] = []
-    with Workspace(how.client, how.image, labels=how.labels, mem_limit=how.mem_limit, pids_limit=how.pids_limit,
-                   network=network, environment=env, read_only={str(workspace / "exec"): APP}) as ws:
+    make = how.workspace_factory or partial(Workspace, how.client)
+    with make(how.image, labels=how.labels, mem_limit=how.mem_limit, pids_limit=how.pids_limit,
+              network=network, environment=env, read_only={str(workspace / "exec"): APP}) as ws:
         manifest = world.restore(ws, folder / "world", skip=[WORKDIR])
         put_tree(ws, folder / "snapshot" / "tmp_workspace", WORKDIR)
         ws.exec(["rm", "-rf", GT])  # an agent's gt/ is not the task's

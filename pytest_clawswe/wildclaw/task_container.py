@@ -14,7 +14,7 @@ import shlex
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from pytest_clawswe.engine.docker_workspace import InfraError, Workspace
+from pytest_clawswe.engine.docker_workspace import Workspace
 from pytest_clawswe.errors import ItemError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, get_harness_class
 from pytest_clawswe.run.agent import run_agent
@@ -35,8 +35,7 @@ def put_tree(ws: Workspace, src: Path, dest: str) -> None:
         for path in sorted(src.rglob("*")):
             tar.add(str(path), arcname=str(path.relative_to(src)), recursive=False)
     ws.exec(["mkdir", "-p", dest], check=True)
-    if not ws.container.put_archive(dest, buf.getvalue()):
-        raise InfraError(f"could not copy {src} into the container at {dest}")
+    ws.put_archive(dest, buf.getvalue())
 
 
 def skill_dirs(harness_name: str) -> list[str]:
@@ -107,8 +106,12 @@ def run_warmup(ws: Workspace, task: Task, lines: list[str] | None = None) -> Non
 
 
 def lock_network(client, ws: Workspace, network: str | None) -> None:
-    """Move a container that ran its warmup on the default bridge onto the run's locked network."""
+    """Move a container that ran its warmup on the default bridge onto the run's locked network (a pod: its
+    network label changes, and the lock is proven from inside it: engine/kube/pod_workspace.py)."""
     if not network or network == "bridge":
+        return
+    if hasattr(ws, "set_network"):
+        ws.set_network(network)
         return
     ws.container.reload()
     attached = list(ws.container.attrs["NetworkSettings"]["Networks"])

@@ -7,6 +7,7 @@ Every container carries the run's labels, so `clawswe clean --run-id` finds them
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +39,8 @@ class TaskRunner(ItemRunner):
         super().__init__(config, harness, client, progress)
         self.options = options
         self._images: tuple[str, str] | None = None
+        # how the task's and the grader's sandboxes are made: a cluster's pods with --kubernetes (engine/kube/)
+        self.workspace_factory = functools.partial(Workspace, client)
 
     def item_dir(self, task_id: str) -> Path:
         return task_dir(self.config.run_dir, task_id)
@@ -135,9 +138,11 @@ class TaskRunner(ItemRunner):
         locked = cfg.network_mode == "locked" and cfg.network not in (None, "none")
         first_network = "bridge" if plan.warmup and locked else cfg.network
         t = time.monotonic()
-        ws = Workspace(self.client, task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
-                       network=first_network, read_only={str(ws_dir / "exec"): grader.APP}, **docker_args)
+        ws = self.workspace_factory(task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
+                                    network=first_network, read_only={str(ws_dir / "exec"): grader.APP}, **docker_args)
+        services.declare(self.client, ws, plan, self.progress)  # a pod's services container, before it starts
         with ws:
+            result.node = getattr(ws, "node", "")
             # services first: their ports are theirs before any process of the task could bind them
             car = services.start(self.client, ws, plan, work / services.AUDIT_DIR, labels, self.progress)
             if car is not None:
@@ -253,7 +258,8 @@ class TaskRunner(ItemRunner):
         labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "grader"}
         how = grader.Grading(self.client, image, labels, cfg.network, cfg.mem_limit, cfg.pids_limit,
                              self.options.grade_timeout_s, self.options.judge_model, token,
-                             self.gateway.url if self.gateway else "", revoke=(lambda: self._revoke(token)) if token else None)
+                             self.gateway.url if self.gateway else "", revoke=(lambda: self._revoke(token)) if token else None,
+                             workspace_factory=self.workspace_factory)
         failure: grader.GradeError | None = None
         graded: dict = {}
         try:

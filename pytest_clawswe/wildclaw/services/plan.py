@@ -74,6 +74,16 @@ def plan(task: Task, ws_dir: Path) -> Plan:
     return out
 
 
+def declare(client, ws, plan: Plan, progress) -> None:
+    """Before the agent's sandbox starts: a pod (--kubernetes) gets the services as a container of its own
+    (pod_sidecar.py); a Docker container needs nothing yet (its sidecar joins it once it runs)."""
+    if plan.wanted and hasattr(ws, "add_companion"):
+        from pytest_clawswe.wildclaw.services import pod_sidecar
+        from pytest_clawswe.wildclaw.services.sidecar_image import ensure_image
+
+        pod_sidecar.declare(ws, ws.site.image_ref(ensure_image(client, progress)))
+
+
 def start(client, ws, plan: Plan, audit_dir: Path, labels: dict, progress):
     """The sidecar beside the agent's container, or None when the task has no services."""
     if not plan.wanted:
@@ -87,10 +97,18 @@ def start(client, ws, plan: Plan, audit_dir: Path, labels: dict, progress):
             shutil.copytree(plan.declared, fixtures, dirs_exist_ok=True)
         for src, name in plan.moved_files:
             shutil.copyfile(src, fixtures / name)
+        if getattr(ws, "companions", None):  # a pod: its services container was declared (declare())
+            from pytest_clawswe.wildclaw.services import pod_sidecar
+
+            return pod_sidecar.start(ws, plan.config, fixtures, audit_dir, progress=progress)
         return start_sidecar(client, ws, plan.config, fixtures, audit_dir, labels=labels, progress=progress)
 
 
 def stop(car) -> Path:
     from pytest_clawswe.wildclaw.services.sidecar import stop_sidecar
 
+    if hasattr(car.container, "exec_in"):  # the services container of a pod
+        from pytest_clawswe.wildclaw.services import pod_sidecar
+
+        return pod_sidecar.stop(car)
     return stop_sidecar(car)

@@ -241,15 +241,17 @@ def start_replay(workspace, audit_dir: str | Path, python: str = "python3", time
                     tar.add(str(path), arcname=f"audit/{path.name}", recursive=False, filter=_readable)
         spool.seek(0)
         workspace.exec(["mkdir", "-p", REPLAY_ROOT], check=True)
-        if not workspace.container.put_archive(REPLAY_ROOT, spool):
-            raise InfraError("could not copy the audit into the grader container")
-    api = workspace.client.api
+        workspace.put_archive(REPLAY_ROOT, spool)
     # the image's Python, isolated (-I -S): nothing the agent left in the grader's container (a user site, a
     # usercustomize) runs in the server the graders trust; only our folder is added to its path
     run = f"import runpy, sys; sys.path.insert(0, {REPLAY_ROOT!r}); runpy.run_module('svc.replay', run_name='__main__', alter_sys=True)"
-    exec_id = api.exec_create(workspace.container.id, [python, "-I", "-S", "-c", run, "--audit-dir",
-                                                      f"{REPLAY_ROOT}/audit"], workdir=REPLAY_ROOT)["Id"]
-    api.exec_start(exec_id, detach=True)
+    argv = [python, "-I", "-S", "-c", run, "--audit-dir", f"{REPLAY_ROOT}/audit"]
+    if hasattr(workspace, "exec_detached"):  # a pod (--kubernetes): the exec API has no detached start
+        workspace.exec_detached(argv, workdir=REPLAY_ROOT)
+    else:
+        api = workspace.client.api
+        exec_id = api.exec_create(workspace.container.id, argv, workdir=REPLAY_ROOT)["Id"]
+        api.exec_start(exec_id, detach=True)
     meta = Path(audit_dir) / "meta.json"
     services = json.loads(meta.read_text())["services"] if meta.is_file() else []
     probe = ["sh", "-c", " && ".join(

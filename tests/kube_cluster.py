@@ -1,0 +1,70 @@
+"""The test cluster (scripts/kube-cluster.sh: two nodes, this machine and a network namespace of ours, a local
+registry) behind a session fixture. Import it into a test module (`from kube_cluster import kube_cluster_fixture`).
+
+A cluster that is up already (started by hand with the script) is used and left running; one the fixture
+started, it stops. Tests that use it run in scripts/test.sh's second phase, alone (conftest.is_exclusive), and
+are marked `kubernetes` (scripts/test.sh builds the binaries before the tests when one is selected).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "kube-cluster.sh"
+
+
+@dataclass
+class KubeCluster:
+    kubeconfig: str
+    context: str
+    registry: str
+    nodes: list[str]
+    pod_cidrs: list[str]
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "KUBECONFIG": self.kubeconfig}
+
+    def cluster(self):
+        """The engine's Cluster object for this cluster (KUBECONFIG set for this process)."""
+        from pytest_clawswe.engine.kube.api import Cluster
+
+        os.environ["KUBECONFIG"] = self.kubeconfig
+        return Cluster(self.context)
+
+
+def _settings() -> dict[str, str] | None:
+    done = subprocess.run([str(SCRIPT), "env"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+
+
+@pytest.fixture(scope="session", name="kube_cluster")
+def kube_cluster_fixture():
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "iptables", "openssl", "nsenter", "docker")):
+        pytest.fail("the test cluster needs root with ip, iptables, openssl, nsenter and docker")
+    started = False
+    settings = _settings()
+    if settings is None:
+        done = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=3600)
+        assert done.returncode == 0, f"scripts/kube-cluster.sh up failed:\n{done.stderr[-3000:]}"
+        started = True
+        settings = _settings()
+        assert settings is not None
+    previous = os.environ.get("KUBECONFIG")
+    os.environ["KUBECONFIG"] = settings["KUBECONFIG"]
+    try:
+        yield KubeCluster(settings["KUBECONFIG"], settings["context"], settings["registry"],
+                          settings["nodes"].split(), settings["pod_cidrs"].split())
+    finally:
+        if previous is None:
+            os.environ.pop("KUBECONFIG", None)
+        else:
+            os.environ["KUBECONFIG"] = previous
+        if started:
+            subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=600)
