@@ -28,7 +28,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
 STATE=${CLAWSWE_KUBE_STATE:-/var/lib/clawswe-kube}
-RUN=/run/clawswe-kube                        # short: unix socket paths are limited to 108 bytes
+RUN=${CLAWSWE_KUBE_RUN:-/run/clawswe-kube}   # short: unix socket paths are limited to 108 bytes
 NS=clawswe-kn2
 HOST_IF=ckn2-host NS_IF=ckn2-ns
 HOST_ADDR=10.251.255.1 NODE2_ADDR=10.251.255.2 LINK=10.251.255.0/30
@@ -373,7 +373,8 @@ stop_pid() {  # name: the process `start` recorded, and wait for it
   local f=$RUN/$1.pid pid
   [ -s "$f" ] || return 0
   pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
+  # only the process `start` made: after a restart the recorded pid may be another program's
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -qF -- "${1%-[0-9]}"; then
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     kill -9 "$pid" 2>/dev/null || true
@@ -415,6 +416,10 @@ case "${1:-}" in
   down) down ;;
   node-down) [ -d "$RUN" ] && node_stop "${2:?which node: 1 or 2}" ;;
   node-up) [ -d "$RUN" ] && { node_start "${2:?which node: 1 or 2}"; wait_for "node ${NODES[$(($2 - 1))]}" 180 node_ready "${NODES[$(($2 - 1))]}"; } ;;
-  env) [ -d "$RUN" ] || { say "the cluster is not up: run \`$0 up\`"; exit 1; }; settings ;;
+  env) [ -d "$RUN" ] || { say "the cluster is not up: run \`$0 up\`"; exit 1; }
+       # started once, but its processes are gone (the machine or the session restarted): not up
+       api /healthz >/dev/null 2>&1 || { say "the cluster was started but its API server does not answer (its \
+processes are gone, e.g. after a restart): run \`$0 down\`, then \`$0 up\`"; exit 3; }
+       settings ;;
   *) echo "usage: $0 up|down|env|build" >&2; exit 2 ;;
 esac

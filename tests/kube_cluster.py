@@ -37,11 +37,14 @@ class KubeCluster:
         return Cluster(self.context)
 
 
-def _settings() -> dict[str, str] | None:
+STALE = 3  # `env`: started once, its processes gone (a restart): `down` clears what is left, then `up`
+
+
+def _settings() -> tuple[int, dict[str, str] | None]:
     done = subprocess.run([str(SCRIPT), "env"], capture_output=True, text=True)
     if done.returncode != 0:
-        return None
-    return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+        return done.returncode, None
+    return 0, dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
 
 
 @pytest.fixture(scope="session", name="kube_cluster")
@@ -49,12 +52,14 @@ def kube_cluster_fixture():
     if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "iptables", "openssl", "nsenter", "docker")):
         pytest.fail("the test cluster needs root with ip, iptables, openssl, nsenter and docker")
     started = False
-    settings = _settings()
+    status, settings = _settings()
+    if status == STALE:
+        subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=600)
     if settings is None:
         done = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=3600)
         assert done.returncode == 0, f"scripts/kube-cluster.sh up failed:\n{done.stderr[-3000:]}"
         started = True
-        settings = _settings()
+        _, settings = _settings()
         assert settings is not None
     previous = os.environ.get("KUBECONFIG")
     os.environ["KUBECONFIG"] = settings["KUBECONFIG"]

@@ -166,3 +166,24 @@ def test_enforcer_selectors():
     assert netpol.matches({"matchExpressions": [{"key": "role", "operator": "NotIn", "values": ["agent"]}]},
                           {"role": "eval"})
     assert not netpol.matches({"matchExpressions": [{"key": "role", "operator": "In", "values": ["agent"]}]}, {})
+
+
+def test_a_cluster_whose_processes_are_gone_is_not_up(tmp_path):
+    """A cluster started before a restart leaves its run folder (pid files) but no process: `env` must not hand
+    its settings out as if it were up (the tests then failed on a refused connection instead of starting it)."""
+    import os
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "kube-cluster.sh"
+    run, state = tmp_path / "run", tmp_path / "state"
+    run.mkdir()
+    (run / "apiserver.pid").write_text("999999\n")  # no such process
+    env = {**os.environ, "CLAWSWE_KUBE_RUN": str(run), "CLAWSWE_KUBE_STATE": str(state)}
+    done = subprocess.run([str(script), "env"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 3, done
+    assert "KUBECONFIG=" not in done.stdout
+    assert "does not answer" in done.stderr and "down" in done.stderr
+    # not started at all: the other sentence
+    done = subprocess.run([str(script), "env"], capture_output=True, text=True, timeout=60,
+                          env={**env, "CLAWSWE_KUBE_RUN": str(tmp_path / "none")})
+    assert done.returncode == 1 and "not up" in done.stderr
