@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 probe=$(mktemp)
 harbor_probe=$(mktemp)
 kube_probe=$(mktemp)
-reports=$(mktemp -d)
-trap 'rm -rf "$probe" "$harbor_probe" "$kube_probe" "$reports"' EXIT
+# CLAWSWE_TEST_REPORTS=DIR keeps the phases' JUnit files (each test's time) there; else they go with the run
+reports=${CLAWSWE_TEST_REPORTS:-$(mktemp -d)}
+mkdir -p "$reports"
+trap 'rm -rf "$probe" "$harbor_probe" "$kube_probe"; [ -n "${CLAWSWE_TEST_REPORTS:-}" ] || rm -rf "$reports"' EXIT
 # Which tests would run? (collection only; the same arguments)
 CLAWSWE_NEEDS_DOCKER_FILE=$probe CLAWSWE_NEEDS_HARBOR_FILE=$harbor_probe CLAWSWE_NEEDS_KUBE_FILE=$kube_probe \
   PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
