@@ -161,8 +161,9 @@ def run_location(config: pytest.Config, name: str = "", default_id: str = "") ->
     return safe_id(stored), run_dir
 
 
-def run_config(config: pytest.Config) -> RunConfig:
-    """The run's configuration, every option checked (pytest.UsageError names the first bad one)."""
+def given_settings(config: pytest.Config) -> dict:
+    """The options every benchmark shares, each checked (pytest.UsageError names the first bad one): RunConfig's
+    fields but the network, which the benchmark's default completes (run_config)."""
     spec = config.getoption("harness")
     try:
         harness_cls = get_harness_class(spec)
@@ -179,78 +180,104 @@ def run_config(config: pytest.Config) -> RunConfig:
     options = _harness_options(config)
     prices_sha256 = prices_digest(config.getoption("prices"))
     run_id, run_dir = run_location(config, name)
-    cfg = RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
-                    model=config.getoption("model"), budget_s=budget, eval_timeout_s=eval_timeout,
-                    mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
-                    disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
-                    harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
-                    retries=_retries(config), purge=not config.getoption("no_purge"),
-                    cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config),
-                    image_cache=image_cache_option(config), registry=registry_option(config),
-                    harness_class=harness_cls)
-    _spending(config, cfg)
-    check_harness_options(cfg)
+    given = dict(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
+                 model=config.getoption("model"), budget_s=budget, eval_timeout_s=eval_timeout,
+                 mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
+                 disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
+                 harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
+                 retries=_retries(config), purge=not config.getoption("no_purge"),
+                 cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config),
+                 image_cache=image_cache_option(config), registry=registry_option(config),
+                 harness_class=harness_cls, **_spending(config))
+    _check_harness(harness_cls, given["model"], options)
     if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
         from pytest_clawswe.gateway.upstream import check_upstream
 
         try:  # no model, no key: found before the run's network or gateway exists
-            check_upstream(cfg.model)
+            check_upstream(given["model"])
         except ValueError as exc:
             raise _usage(str(exc)) from None
+    return given
+
+
+def run_config(config: pytest.Config, benchmark, given: dict) -> RunConfig:
+    """The run's RunConfig, made once the benchmark is known: the `given` settings (given_settings, or a
+    regrade's), the network (--network, else the benchmark's default) and the benchmark's harness defaults
+    (--harness-option wins; a regrade keeps its run's options as they were)."""
+    mode, network = resolve_network(config, given, benchmark.default_network)
+    options = given["harness_options"]
+    defaults = benchmark.harness_defaults(given["harness_name"]) if given.get("regrade_of") is None else {}
+    if defaults:
+        options = {**defaults, **options}
+    cfg = RunConfig(**{**given, "harness_options": options, "network_mode": mode, "network": network})
+    if defaults:
+        check_harness_options(cfg)
     return cfg
 
 
-def _spending(config: pytest.Config, cfg: RunConfig) -> None:
-    """--max-cost, --max-instance-cost, --provider-breaker, --grade-provider-failures: checked into cfg."""
+def _spending(config: pytest.Config) -> dict:
+    """--max-cost, --max-instance-cost, --provider-breaker, --grade-provider-failures, checked."""
+    spending: dict = {}
     for name, option in (("max_cost", "--max-cost"), ("max_instance_cost", "--max-instance-cost")):
         value = config.getoption(name)
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise _usage(f"{option} {value:g}: give a positive amount of USD, e.g. {option} 50")
-        setattr(cfg, name, value)
+        spending[name] = value
     breaker = config.getoption("provider_breaker")
     if breaker < 0:
         raise _usage(f"--provider-breaker {breaker}: give 0 (never stop) or a number of instances, e.g. 3")
-    cfg.provider_breaker = breaker
-    cfg.grade_provider_failures = bool(config.getoption("grade_provider_failures"))
-    if cfg.max_cost is not None or cfg.max_instance_cost is not None:
+    spending["provider_breaker"] = breaker
+    spending["grade_provider_failures"] = bool(config.getoption("grade_provider_failures"))
+    if spending["max_cost"] is not None or spending["max_instance_cost"] is not None:
         from pytest_clawswe.run.spending import unit_prices
 
-        if unit_prices(cfg.model, cfg.prices_file) is None:
-            option = "--max-cost" if cfg.max_cost is not None else "--max-instance-cost"
-            raise _usage(f"{option} needs the price of {cfg.model}, which is unknown; give it in a --prices file "
+        model = config.getoption("model")
+        if unit_prices(model, config.getoption("prices")) is None:
+            option = "--max-cost" if spending["max_cost"] is not None else "--max-instance-cost"
+            raise _usage(f"{option} needs the price of {model}, which is unknown; give it in a --prices file "
                          "(USD per million tokens) or drop the ceiling")
+    return spending
 
 
 NETWORK_MODES = ("locked", "internet", "open")
 
 
-def resolve_network(config: pytest.Config, cfg: RunConfig, default: str) -> None:
-    """cfg.network_mode (--network, else the benchmark's `default`) and cfg.network, the agents' Docker network.
+def resolve_network(config: pytest.Config, given: dict, default: str) -> tuple[str, str | None]:
+    """(network mode, the agents' Docker network): --network, else the benchmark's `default`.
 
     `internet` needs host firewall rules (engine/internet.py): without root or iptables it is one sentence
     before anything is written, never a silent fall-back to Docker's open network."""
     mode = config.getoption("network") or default
     if mode not in NETWORK_MODES:
         raise _usage(f"--network {mode}: use one of {', '.join(NETWORK_MODES)}")
-    cfg.network_mode = mode
+    harness_cls = given.get("harness_class")
+    network: str | None
     if mode == "open":
-        cfg.network = None  # Docker's default bridge
-    elif not cfg.harness_class or cfg.harness_class.needs_model:
-        cfg.network = f"clawswe-{cfg.run_id}"  # the run's own network, where the gateway listens
+        network = None  # Docker's default bridge
+    elif not harness_cls or harness_cls.needs_model:
+        network = f"clawswe-{given['run_id']}"  # the run's own network, where the gateway listens
     else:
-        cfg.network = "none"  # no model to reach: no network at all
-    if mode != "internet" or cfg.network == "none" or getattr(config, "workerinput", None) \
+        network = "none"  # no model to reach: no network at all
+    if mode != "internet" or network == "none" or getattr(config, "workerinput", None) \
             or config.option.collectonly:
-        return
+        return mode, network
     from pytest_clawswe.engine.internet import why_not_possible
 
     why = why_not_possible()
     if why:
-        given = "--network internet" if config.getoption("network") else "the default --network internet"
-        raise _usage(f"{given} (public addresses only: not this host, private or link-local addresses, nor other "
+        given_flag = "--network internet" if config.getoption("network") else "the default --network internet"
+        raise _usage(f"{given_flag} (public addresses only: not this host, private or link-local addresses, nor other "
                      f"containers) needs host firewall rules, which need root and iptables ({why}); run as root, "
                      "or give --network open (Docker's default network: this host's services and other containers "
                      "are reachable too) or --network locked (no internet)")
+    return mode, network
+
+
+def _check_harness(harness_cls: type[Harness], model: str, options: dict[str, str]) -> None:
+    try:
+        harness_cls(model, options)
+    except HarnessError as exc:
+        raise _usage(str(exc)) from None
 
 
 def check_harness_options(cfg: RunConfig) -> None:
@@ -306,9 +333,10 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
 
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
-    """Everything a worker needs to run items; identical in the controller and every xdist worker."""
+    """Everything a worker needs to run items; identical in the controller and every xdist worker. Made once
+    (run_config), after the benchmark is known; nothing changes it afterwards."""
 
     run_id: str
     run_dir: Path
@@ -329,7 +357,8 @@ class RunConfig:
     retries: int = 0  # re-runs of an attempt that ended in a harness error, within the same budget
     purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
     gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)
-    cache_level: CacheLevel = "instance"  # which images an item leaves behind when it ends (engine/cache_level.py)
+    # --cache-level as given (auto included): which images an item leaves behind; the session resolves auto
+    cache_level: CacheLevel = "instance"
     image_cache: int | None = None  # bytes of images kept per engine across runs, LRU (engine/image_cache.py)
     registry: str | None = None  # HOST:PORT images reach the other engines through (engine/registry.py)
     max_cost: float | None = None  # USD: no item starts past it (spending.py)

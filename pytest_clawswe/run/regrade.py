@@ -107,9 +107,9 @@ def check_benchmark_options(config: pytest.Config, benchmark) -> None:
                                     f"{benchmark.title} run reads {reads}; drop {flag}")
 
 
-def run_config(config: pytest.Config, src: Source) -> RunConfig:
-    """The regrade's RunConfig: RUN's settings (harness and model as recorded: no adapter is made), the new run's
-    folder and id, and the grading options given."""
+def given_settings(config: pytest.Config, src: Source) -> dict:
+    """The regrade's settings (RunConfig's fields; run/config.run_config makes it): RUN's settings (harness and
+    model as recorded: no adapter is made), the new run's folder and id, and the grading options given."""
     info = src.info
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}"
     run_id, run_dir = settings.run_location(config, default_id=f"{src.run_id}.regrade-{stamp}")
@@ -120,7 +120,7 @@ def run_config(config: pytest.Config, src: Source) -> RunConfig:
     eval_s = float(given_eval if given_eval is not None else info.get("eval_timeout_s") or 1800.0)
     if not eval_s > 0:
         raise pytest.UsageError(f"--eval-timeout {eval_s:g}: give a positive number of seconds")
-    cfg = RunConfig(run_id=run_id, run_dir=run_dir, harness_name=str(info.get("harness") or ""),
+    return dict(run_id=run_id, run_dir=run_dir, harness_name=str(info.get("harness") or ""),
                     harness_spec=str(info.get("harness") or ""), model=str(info.get("model") or ""),
                     budget_s=float(info.get("budget_s") or 3600.0), eval_timeout_s=eval_s,
                     mem_limit=info.get("mem_limit"), pids_limit=info.get("pids_limit"),
@@ -130,10 +130,8 @@ def run_config(config: pytest.Config, src: Source) -> RunConfig:
                     retries=int(info.get("retries") or 0), purge=bool(info.get("purge", True)),
                     cache_level=config.getoption("cache_level"),
                     gateway_shaping=str(info.get("gateway_shaping") or "auto"),
-                    image_cache=settings.image_cache_option(config), registry=settings.registry_option(config))
-    cfg.grade_provider_failures = bool(info.get("grade_provider_failures"))
-    cfg.regrade_of = str(src.path)
-    return cfg
+                    image_cache=settings.image_cache_option(config), registry=settings.registry_option(config),
+                    grade_provider_failures=bool(info.get("grade_provider_failures")), regrade_of=str(src.path))
 
 
 def run_info(src: Source, cfg: RunConfig, benchmark) -> dict:

@@ -45,16 +45,12 @@ def configure(config: pytest.Config) -> None:
     src = regrade.source(config)  # --regrade RUN: the run graded again, checked (run/regrade.py)
     if src is not None:
         regrade.adopt(config, src)  # its benchmark, dataset and agent settings; an agent option given is refused
-    cfg = regrade.run_config(config, src) if src is not None else settings.run_config(config)
+    given = regrade.given_settings(config, src) if src is not None else settings.given_settings(config)
     benchmark = config.hook.pytest_clawswe_benchmark(config=config)
     check_options(config, benchmark)  # another benchmark's option, given: one sentence, nothing run
     if src is not None:
         regrade.check_benchmark_options(config, benchmark)
-    settings.resolve_network(config, cfg, benchmark.default_network)
-    defaults = benchmark.harness_defaults(cfg.harness_name) if src is None else {}
-    if defaults:
-        cfg.harness_options = {**defaults, **cfg.harness_options}
-        settings.check_harness_options(cfg)
+    cfg = settings.run_config(config, benchmark, given)  # made once: nothing changes it afterwards
     run = RunSession(config, cfg, benchmark)
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
@@ -106,6 +102,8 @@ class RunSession:
         self._said: set[str] = set()
         self._not_started: dict[str, int] = {}  # why items were not started -> how many
         self._last_not_started = ""
+        # --cache-level resolved (auto: by the number of items) once they are collected (pytest_collection_finish)
+        self.cache_level = cfg.cache_level
 
     # -- start -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -229,11 +227,11 @@ class RunSession:
         return _collect(session, self.benchmark.collector(session))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Remember the items, for the progress line."""
+        """Remember the items, for the progress line, and resolve --cache-level auto by their number."""
         self.config.stash[ITEMS_KEY] = list(session.items)
         from pytest_clawswe.engine.cache_level import resolve
 
-        self.cfg.cache_level = resolve(self.cfg.cache_level, len(session.items))  # xdist workers see every item
+        self.cache_level = resolve(self.cfg.cache_level, len(session.items))  # xdist workers see every item
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -109,6 +109,7 @@ class ClawSweBench(Benchmark):
             runner = InstanceRegrader(cfg, hosts[index].client(), self.regrade, progress=progress)
         else:
             runner = InstanceRunner(cfg, cfg.new_harness(), hosts[index].client(), progress=progress)
+            runner.cache_level = run_session.cache_level  # --cache-level auto resolved by the number of items
         runner.benchmark = type(self)
         from pytest_clawswe.engine.hosts import is_remote
 

@@ -58,6 +58,7 @@ class InstanceRunner(ItemRunner):
         self.image_source = None  # another engine to load images from (engines.copy_image); None: this one
         self.health = None  # the run's --health file (report/health.Health): its verdicts mark the results
         self.eval_client = client  # where the evaluation's container is made (a cluster's pods: engine/kube/)
+        self.cache_level = config.cache_level  # the run's, auto resolved by the session (ClawSweBench.runner)
 
     def item_dir(self, instance_id: str) -> Path:
         return instance_dir(self.config.run_dir, instance_id)
@@ -87,7 +88,7 @@ class InstanceRunner(ItemRunner):
         if self._eval_ahead is not None:  # the item ended before its evaluation: its container goes
             self._eval_ahead.discard()
         budget = self.config.image_cache
-        if budget or self.config.cache_level in ("base", "none"):
+        if budget or self.cache_level in ("base", "none"):
             _join_eval_removals()  # an image a container still runs from is never removed
         if budget:  # before the commit: metadata.json records what the budget removed
             result.images.update(enforce(self.client, self._lease, budget, self.progress))
@@ -95,7 +96,7 @@ class InstanceRunner(ItemRunner):
     def after_item(self, instance: Instance) -> None:
         # the item is over, whatever its end: its images go if the cache level says so
         if not self.config.image_cache:
-            release_images(self.client, self._lease, self.config.cache_level, self.progress)
+            release_images(self.client, self._lease, self.cache_level, self.progress)
         self._lease.release()
 
     def run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
