@@ -84,7 +84,7 @@ def adopt(config: pytest.Config, src: Source) -> None:
     option that describes the agents' work, given, is refused in one sentence."""
     for owner, option in given_by_owner(config):
         if owner == "" and option.dest not in READS:
-            flag = option.names()[-1]
+            flag = option.flag
             raise pytest.UsageError(f"{flag} describes how the agents of {src.path.name} worked: a regrade "
                                     f"(--regrade) grades what they did under that run's own settings; drop {flag}")
     given = config.getoption("benchmark", None)
@@ -101,7 +101,7 @@ def check_benchmark_options(config: pytest.Config, benchmark) -> None:
     """The benchmark's own options a regrade does not read (they describe the agents' work), given: refused."""
     for owner, option in given_by_owner(config):
         if owner == benchmark.name and option.dest not in benchmark.regrade_options:
-            flag = option.names()[-1]
+            flag = option.flag
             reads = ", ".join(f"--{d.replace('_', '-')}" for d in benchmark.regrade_options) or "none of its own"
             raise pytest.UsageError(f"{flag} describes how the agents worked, not how they are graded: a regrade of a "
                                     f"{benchmark.title} run reads {reads}; drop {flag}")

@@ -19,6 +19,7 @@ from pytest_clawswe.swe.dataset import (
     validate_row,
 )
 from pytest_clawswe.swe.items import DatasetCollector
+from pytest_clawswe.swe.options import OPTIONS
 
 NAMED = ("demo", "claw-swe-bench", "multilingual", "verified-mini")
 
@@ -28,6 +29,7 @@ class ClawSweBench(Benchmark):
 
     name = "swe"
     title = "Claw-SWE-Bench"
+    declared_options = OPTIONS  # swe/options.py
 
     def __init__(self, config: pytest.Config):
         super().__init__(config)
