@@ -16,6 +16,7 @@ from pytest_clawswe.swe.benchmark import ClawSweBench
 from pytest_clawswe.swe.options import OPTIONS as SWE_OPTIONS
 from pytest_clawswe.wildclaw.benchmark import WildClawBench
 from pytest_clawswe.wildclaw.options import OPTIONS as WILD_OPTIONS
+from pytest_clawswe.wildclaw.options import WildOptions
 
 PACKAGE = Path(pytest_clawswe.__file__).parent
 TABLES = (CORE_OPTIONS, SWE_OPTIONS, WILD_OPTIONS)
@@ -28,6 +29,13 @@ def test_run_config_is_frozen(tmp_path):
         cfg.budget_s = 1.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.cache_level = "none"  # type: ignore[misc]
+
+
+def test_wildclawbench_options_are_frozen(tmp_path):
+    opts = WildOptions(tmp_path)
+    assert dataclasses.fields(opts)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.budget_factor = 2.0  # type: ignore[misc]
 
 
 def _addoption_calls(path: Path) -> list[int]:

@@ -115,8 +115,10 @@ def options(config: pytest.Config):
                        task_image=task_image, budget_factor=factor, skills=skills)
 
 
-@dataclass
+@dataclass(frozen=True)
 class WildOptions:
+    """WildClawBench's settings, checked once (options()) when its Benchmark is made; nothing changes them."""
+
     dataset_root: Path
     judge_model: str = DEFAULT_JUDGE
     pass_score: float = 0.5
