@@ -14,6 +14,7 @@ from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.options import OPTIONS as CORE_OPTIONS
 from pytest_clawswe.swe.benchmark import ClawSweBench
 from pytest_clawswe.swe.options import OPTIONS as SWE_OPTIONS
+from pytest_clawswe.swe.options import SweOptions
 from pytest_clawswe.wildclaw.benchmark import WildClawBench
 from pytest_clawswe.wildclaw.options import OPTIONS as WILD_OPTIONS
 from pytest_clawswe.wildclaw.options import WildOptions
@@ -29,6 +30,14 @@ def test_run_config_is_frozen(tmp_path):
         cfg.budget_s = 1.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.cache_level = "none"  # type: ignore[misc]
+
+
+def test_claw_swe_bench_options_are_frozen_and_not_in_the_run_config():
+    opts = SweOptions()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.purge = False  # type: ignore[misc]
+    # the core's RunConfig names no Claw-SWE-Bench setting (run.json still has them: ClawSweBench.run_info)
+    assert {"eval_timeout_s", "purge", "dataset_revision"} & {f.name for f in dataclasses.fields(RunConfig)} == set()
 
 
 def test_wildclawbench_options_are_frozen(tmp_path):

@@ -25,16 +25,13 @@ from pytest_clawswe.harness.adapter import Harness, get_harness_class
 # run.json keys whose value changes results: a resume with another value would mix two configurations.
 # Selection (--lite, --instance-ids, -k) may differ: a resume may extend or narrow the run.
 RESULT_SETTINGS = {
-    "harness": "--harness", "model": "--model", "dataset": "--dataset", "dataset_revision": "--dataset-revision",
-    "budget_s": "--budget", "eval_timeout_s": "--eval-timeout", "mem_limit": "--mem-limit",
+    "harness": "--harness", "model": "--model", "dataset": "--dataset",
+    "budget_s": "--budget", "mem_limit": "--mem-limit",
     "pids_limit": "--pids-limit", "disk_limit": "--disk-limit", "network": "--network",
     "harness_options": "--harness-option", "prices_sha256": "--prices (the file's contents)",
-    "retries": "--retries", "purge": "--no-purge", "gateway_shaping": "--gateway-shaping",
+    "retries": "--retries", "gateway_shaping": "--gateway-shaping",
     "grade_provider_failures": "--grade-provider-failures",
 }
-
-
-DEFAULT_EVAL_TIMEOUT_S = 1800.0  # --eval-timeout's default (the paper's)
 
 
 def _usage(text: str) -> pytest.UsageError:
@@ -171,7 +168,6 @@ def given_settings(config: pytest.Config) -> dict:
         raise _usage(str(exc)) from None
     name = harness_cls.name if ":" in spec else spec
     budget = _positive_seconds(config, "budget", "--budget")
-    eval_timeout = _positive_seconds(config, "eval_timeout", "--eval-timeout", DEFAULT_EVAL_TIMEOUT_S)
     pids = config.getoption("pids_limit")
     if pids <= 0:
         raise _usage(f"--pids-limit {pids}: give a positive number of processes, e.g. --pids-limit 300")
@@ -181,11 +177,11 @@ def given_settings(config: pytest.Config) -> dict:
     prices_sha256 = prices_digest(config.getoption("prices"))
     run_id, run_dir = run_location(config, name)
     given = dict(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
-                 model=config.getoption("model"), budget_s=budget, eval_timeout_s=eval_timeout,
+                 model=config.getoption("model"), budget_s=budget,
                  mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
-                 disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
+                 disk_limit=disk,
                  harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
-                 retries=_retries(config), purge=not config.getoption("no_purge"),
+                 retries=_retries(config),
                  cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config),
                  image_cache=image_cache_option(config), registry=registry_option(config),
                  harness_class=harness_cls, **_spending(config))
@@ -291,11 +287,10 @@ def check_harness_options(cfg: RunConfig) -> None:
 def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
     """The settings that change results, as run.json stores them."""
     return {
-        "harness": cfg.harness_name, "model": cfg.model, "dataset": config.getoption("dataset"),
-        "dataset_revision": cfg.dataset_revision, "budget_s": cfg.budget_s, "eval_timeout_s": cfg.eval_timeout_s,
+        "harness": cfg.harness_name, "model": cfg.model, "dataset": config.getoption("dataset"), "budget_s": cfg.budget_s,
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
         "network": cfg.network_mode, "harness_options": cfg.harness_options,
-        "prices_sha256": cfg.prices_sha256, "retries": cfg.retries, "purge": cfg.purge,
+        "prices_sha256": cfg.prices_sha256, "retries": cfg.retries,
         "gateway_shaping": cfg.gateway_shaping, "grade_provider_failures": cfg.grade_provider_failures,
     }
 
@@ -323,7 +318,7 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
         if key not in stored:  # a run from before this setting was recorded
             continue
         before = stored[key]
-        if key in ("budget_s", "eval_timeout_s") and before is not None and now is not None:
+        if key == "budget_s" and before is not None and now is not None:
             same = float(before) == float(now)
         else:
             same = before == now
@@ -343,11 +338,9 @@ class RunConfig:
     harness_name: str
     model: str
     budget_s: float = 3600.0
-    eval_timeout_s: float = 1800.0
     mem_limit: str | None = "8g"
     pids_limit: int | None = 300
     disk_limit: int | None = 20 * 2**30  # bytes an agent's container may write; None: no limit
-    dataset_revision: str | None = None
     harness_options: dict = field(default_factory=dict)
     harness_spec: str = ""  # what to load: an installed name, module:Class or file.py:Class
     prices_file: str | None = None  # extra or overriding model prices (see prices.py)
@@ -355,7 +348,6 @@ class RunConfig:
     network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
     network_mode: str = "locked"  # --network: locked, internet or open (resolve_network)
     retries: int = 0  # re-runs of an attempt that ended in a harness error, within the same budget
-    purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
     gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)
     # --cache-level as given (auto included): which images an item leaves behind; the session resolves auto
     cache_level: CacheLevel = "instance"

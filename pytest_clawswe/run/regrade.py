@@ -116,18 +116,14 @@ def given_settings(config: pytest.Config, src: Source) -> dict:
     if run_dir == src.path or src.path in run_dir.parents or run_dir in src.path.parents:
         raise pytest.UsageError(f"--run-dir {run_dir}: a regrade writes a new run folder, never into or around the run "
                                 f"it grades ({src.path}); give another folder")
-    given_eval = config.getoption("eval_timeout", None)
-    eval_s = float(given_eval if given_eval is not None else info.get("eval_timeout_s") or 1800.0)
-    if not eval_s > 0:
-        raise pytest.UsageError(f"--eval-timeout {eval_s:g}: give a positive number of seconds")
     return dict(run_id=run_id, run_dir=run_dir, harness_name=str(info.get("harness") or ""),
                     harness_spec=str(info.get("harness") or ""), model=str(info.get("model") or ""),
-                    budget_s=float(info.get("budget_s") or 3600.0), eval_timeout_s=eval_s,
+                    budget_s=float(info.get("budget_s") or 3600.0),
                     mem_limit=info.get("mem_limit"), pids_limit=info.get("pids_limit"),
-                    disk_limit=info.get("disk_limit"), dataset_revision=info.get("dataset_revision"),
+                    disk_limit=info.get("disk_limit"),
                     harness_options=dict(info.get("harness_options") or {}), prices_file=config.getoption("prices"),
                     prices_sha256=settings.prices_digest(config.getoption("prices")),
-                    retries=int(info.get("retries") or 0), purge=bool(info.get("purge", True)),
+                    retries=int(info.get("retries") or 0),
                     cache_level=config.getoption("cache_level"),
                     gateway_shaping=str(info.get("gateway_shaping") or "auto"),
                     image_cache=settings.image_cache_option(config), registry=settings.registry_option(config),
@@ -138,7 +134,7 @@ def run_info(src: Source, cfg: RunConfig, benchmark) -> dict:
     """The regrade's run.json: RUN's (so reports and `clawswe compare` see the same harness, model, dataset and
     protocol), its own id and folder settings, the grading settings now in force, and what it regrades."""
     info = {k: v for k, v in src.info.items() if k not in NOT_INHERITED}
-    info.update({"run_id": cfg.run_id, "eval_timeout_s": cfg.eval_timeout_s, "prices_sha256": cfg.prices_sha256,
+    info.update({"run_id": cfg.run_id, "prices_sha256": cfg.prices_sha256,
                  "cache_level": cfg.cache_level, "image_cache": cfg.image_cache, "registry": cfg.registry,
                  "harness_settings": src.info.get("harness_settings"), **benchmark.run_info()})
     info["regrade"] = {"of": str(src.path), "run_id": src.run_id, **benchmark.regrade_info()}
