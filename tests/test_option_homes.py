@@ -71,3 +71,4 @@ def test_the_tables_are_what_pytest_knows(pytestconfig):
     assert ClawSweBench.declared_options is SWE_OPTIONS and WildClawBench.declared_options is WILD_OPTIONS
     owners = dict(option_tables())
     assert owners[""] is CORE_OPTIONS and owners["swe"] is SWE_OPTIONS and owners["wildclaw"] is WILD_OPTIONS
+

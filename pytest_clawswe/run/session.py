@@ -32,6 +32,7 @@ from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.gateway_start import start_gateway
 from pytest_clawswe.run.item import BenchmarkItem
 from pytest_clawswe.run.item_runner import progress as _progress
+from pytest_clawswe.run.reporter import RunReporter
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
 ITEMS_KEY = pytest.StashKey["list"]()
@@ -61,12 +62,15 @@ def configure(config: pytest.Config) -> None:
         if run.writes and src is None:  # a regrade runs no agent: no bundle
             ensure_bundle(config, cfg, run.hosts[0])
     config.pluginmanager.register(run, "clawswe-session")
+    reporter = RunReporter(run)  # the terminal side, a plugin of its own (as xdist's DSession and its reporter)
+    config.pluginmanager.register(reporter, "clawswe-reporter")
     if run.is_worker:
         run.install_interrupts()
     elif run.writes:
         try:
             run.start()
         except BaseException:
+            config.pluginmanager.unregister(reporter)
             config.pluginmanager.unregister(run)
             raise
 
@@ -98,10 +102,8 @@ class RunSession:
         self.writes = not self.is_worker and not config.option.collectonly
         self.stopping = False  # set by the first SIGINT: no item starts after it
         self._worker_pids: list[int] = []
-        self._done = 0
         self._said: set[str] = set()
-        self._not_started: dict[str, int] = {}  # why items were not started -> how many
-        self._last_not_started = ""
+        self.results = None  # what the last rebuild of the run files gave (None: not rebuilt, or it failed)
         # --cache-level resolved (auto: by the number of items) once they are collected (pytest_collection_finish)
         self.cache_level = cfg.cache_level
 
@@ -239,30 +241,16 @@ class RunSession:
         if isinstance(item, BenchmarkItem) and not self.stopping:
             self.runner.upcoming = nextitem.target if isinstance(nextitem, BenchmarkItem) else None
 
-    # -- progress ----------------------------------------------------------------------------------
+    # -- the run files as items end (run/reporter.py's RunReporter shows the progress) ---------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the run-level files current, so a crash loses nothing already finished."""
-        if report.when == "setup" and report.skipped and isinstance(report.longrepr, tuple):
-            why = str(report.longrepr[2]).removeprefix("Skipped: ")
-            if why.startswith("not started:"):  # the breaker or --max-cost (why_not_start)
-                self._not_started.setdefault(why.split(" (counted")[0], 0)
-                self._not_started[why.split(" (counted")[0]] += 1
-                self._last_not_started = why
         if report.when != "teardown" or not self.writes:
             return
-        results = self._rebuild()
-        if results is None:
-            return
-        self._done += 1
-        total = len(self.config.stash.get(ITEMS_KEY, [])) or None
-        every = max(1, (total or 10) // 10)
-        if self.config.option.verbose > 0 or self._done % every == 0 or self._done == total:
-            line = self.benchmark.progress_line(results, total)
-            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None and line:
-                if not self.config.option.verbose > 0:
-                    reporter.write("\n")  # the line of dots is still open
-                reporter.write_line(f"[clawswe] {line}")
+        self.results = self._rebuild()
+
+    def item_count(self) -> int:
+        """The run's items, as collected (in the xdist controller: as a worker collected them)."""
+        return len(self.config.stash.get(ITEMS_KEY, []))
 
     def _rebuild(self):
         """Rebuild the run-level files; a full disk costs a warning, not the run (resume rebuilds them)."""
@@ -281,7 +269,7 @@ class RunSession:
             return
         self._rebuild()
         summary_file = self.cfg.run_dir / "summary.json"
-        _add_disk_use(self.cfg, summary_file, len(self.config.stash.get(ITEMS_KEY, [])),
+        _add_disk_use(self.cfg, summary_file, self.item_count(),
                       self.benchmark.item_records(self.cfg.run_dir))
         from _pytest.junitxml import xml_key
 
@@ -289,29 +277,6 @@ class RunSession:
         if xml is not None:
             for name, value in self.benchmark.junit_properties(self.cfg.run_dir):
                 xml.add_global_property(name, value)
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        """Print the run's totals."""
-        summary_file = self.cfg.run_dir / "summary.json"
-        if not self.writes or not summary_file.is_file():
-            return
-        tr = terminalreporter
-        tr.write_sep("=", "clawswe summary")
-        tr.write_line(f"run dir: {self.cfg.run_dir}")
-        if self.regrade is not None:
-            tr.write_line(regrade.terminal_line(self.regrade, self.benchmark), bold=True)
-        for line in self.benchmark.warning_lines(self.cfg.run_dir):
-            tr.write_line(line, red=True, bold=True)
-        summary = json.loads(summary_file.read_text())
-        for line in self.benchmark.terminal_lines(self.cfg.run_dir):
-            tr.write_line(line)
-        if summary.get("disk"):
-            from pytest_clawswe.engine.cache_level import disk_line
-
-            tr.write_line(disk_line(summary["disk"]))
-        if self._not_started:  # one sentence: why the run stopped starting items
-            count = sum(self._not_started.values())
-            tr.write_line(f"{count} item(s) {self._last_not_started}", red=True, bold=True)
 
     def pytest_unconfigure(self) -> None:
         """Close the runner, stop the gateway, and (controller) sweep what the run left in Docker."""
