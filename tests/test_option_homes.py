@@ -63,6 +63,15 @@ def test_every_option_of_the_package_is_a_row_of_a_table():
     assert all(option.reads and option.help for table in TABLES for option in table)
 
 
+def test_the_core_table_reads_run_config_fields():
+    """A row that fills a RunConfig field (run/options.read_fields) names it as where it is read."""
+    names = {f.name for f in dataclasses.fields(RunConfig)}
+    filled = [o for o in CORE_OPTIONS if o.config_field]
+    assert len(filled) >= 10 and all(o.config_field in names for o in filled)
+    assert all(f"RunConfig.{o.config_field}" in o.reads for o in filled)
+    assert len({o.config_field for o in filled}) == len(filled)
+
+
 def test_the_tables_are_what_pytest_knows(pytestconfig):
     """Every row is an option pytest parsed (its dest is on config.option), and the benchmarks' tables are what their
     Benchmark classes declare (run/benchmark.check_options walks those)."""

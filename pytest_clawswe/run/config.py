@@ -6,21 +6,25 @@ or creates a Docker object.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker.errors
 import pytest
-from docker.utils import parse_bytes
 
 from pytest_clawswe.engine.cache_level import CacheLevel
 from pytest_clawswe.errors import HarnessError
 from pytest_clawswe.files import load_run_info
 from pytest_clawswe.harness.adapter import Harness, get_harness_class
+from pytest_clawswe.run.options import (
+    OPTIONS,
+    check_prices_known,
+    image_cache_option,
+    read_fields,
+    registry_option,
+)
 
 # run.json keys whose value changes results: a resume with another value would mix two configurations.
 # Selection (--lite, --instance-ids, -k) may differ: a resume may extend or narrow the run.
@@ -48,72 +52,6 @@ def default_run_id(harness: str, model: str) -> str:
     # same second on one engine must not share it, hence the random tail
     parts = [harness, safe_id(model), f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"]
     return "_".join(p for p in parts if p)
-
-
-def _positive_seconds(config: pytest.Config, name: str, option: str, default: float | None = None) -> float:
-    value = config.getoption(name)
-    if value is None:  # an option whose default is None, so that a regrade can tell it was given
-        value = default
-    if not (value > 0 and math.isfinite(value)):
-        raise _usage(f"{option} {value:g}: give a positive number of seconds, e.g. {option} 600")
-    return value
-
-
-def _size(text: str, option: str, example: str) -> int | None:
-    """A size such as 8g; none: no limit. 0 is refused: it would silently remove the limit."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        size = parse_bytes(text)
-    except docker.errors.DockerException:
-        size = None
-    if not size or size <= 0:
-        raise _usage(f"{option} {text or repr(text)}: give a size such as {example}, or none for no limit")
-    return size
-
-
-def image_cache_option(config: pytest.Config) -> int | None:
-    text = config.getoption("image_cache", None)
-    if text is None:
-        return None
-    if config.getoption("cache_level") != "auto":
-        raise _usage("--image-cache and --cache-level both say which images stay: give one of them")
-    return _size(text, "--image-cache", "50g")
-
-
-def registry_option(config: pytest.Config) -> str | None:
-    from pytest_clawswe.engine.hosts import registry
-
-    found = registry(config)
-    return found.address if found is not None else None
-
-
-def _harness_options(config: pytest.Config) -> dict[str, str]:
-    options = {}
-    for item in config.getoption("harness_option"):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise _usage(f"--harness-option {item!r}: use KEY=VALUE")
-        options[key] = value
-    return options
-
-
-def _shaping(config: pytest.Config) -> str:
-    from pytest_clawswe.gateway.shaping import parse_setting
-
-    setting = config.getoption("gateway_shaping")
-    try:
-        parse_setting(setting)
-    except ValueError as exc:
-        raise _usage(f"--gateway-shaping: {exc}") from None
-    return setting
-
-
-def _retries(config: pytest.Config) -> int:
-    retries = config.getoption("retries")
-    if retries < 0:
-        raise _usage(f"--retries {retries}: give 0 (one attempt, as the released code) or more")
-    return retries
 
 
 def prices_digest(path: str | None) -> str | None:
@@ -160,32 +98,22 @@ def run_location(config: pytest.Config, name: str = "", default_id: str = "") ->
 
 def given_settings(config: pytest.Config) -> dict:
     """The options every benchmark shares, each checked (pytest.UsageError names the first bad one): RunConfig's
-    fields but the network, which the benchmark's default completes (run_config)."""
+    fields but the network, which the benchmark's default completes (run_config). The fields are read by
+    run/options.py's table, each by its row; the harness class, the run's folder and the prices' digest are
+    derived from them here."""
     spec = config.getoption("harness")
     try:
         harness_cls = get_harness_class(spec)
     except HarnessError as exc:
         raise _usage(str(exc)) from None
     name = harness_cls.name if ":" in spec else spec
-    budget = _positive_seconds(config, "budget", "--budget")
-    pids = config.getoption("pids_limit")
-    if pids <= 0:
-        raise _usage(f"--pids-limit {pids}: give a positive number of processes, e.g. --pids-limit 300")
-    mem = _size(config.getoption("mem_limit"), "--mem-limit", "8g or 512m")
-    disk = _size(config.getoption("disk_limit"), "--disk-limit", "20g, 500m")
-    options = _harness_options(config)
-    prices_sha256 = prices_digest(config.getoption("prices"))
+    given = read_fields(config, OPTIONS)
+    prices_sha256 = prices_digest(given["prices_file"])
     run_id, run_dir = run_location(config, name)
-    given = dict(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
-                 model=config.getoption("model"), budget_s=budget,
-                 mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
-                 disk_limit=disk,
-                 harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
-                 retries=_retries(config),
-                 cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config),
-                 image_cache=image_cache_option(config), registry=registry_option(config),
-                 harness_class=harness_cls, **_spending(config))
-    _check_harness(harness_cls, given["model"], options)
+    given.update(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec, harness_class=harness_cls,
+                 prices_sha256=prices_sha256, image_cache=image_cache_option(config), registry=registry_option(config))
+    check_prices_known(given)
+    _check_harness(harness_cls, given["model"], given["harness_options"])
     if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
         from pytest_clawswe.gateway.upstream import check_upstream
 
@@ -209,30 +137,6 @@ def run_config(config: pytest.Config, benchmark, given: dict) -> RunConfig:
     if defaults:
         check_harness_options(cfg)
     return cfg
-
-
-def _spending(config: pytest.Config) -> dict:
-    """--max-cost, --max-instance-cost, --provider-breaker, --grade-provider-failures, checked."""
-    spending: dict = {}
-    for name, option in (("max_cost", "--max-cost"), ("max_instance_cost", "--max-instance-cost")):
-        value = config.getoption(name)
-        if value is not None and not (value > 0 and math.isfinite(value)):
-            raise _usage(f"{option} {value:g}: give a positive amount of USD, e.g. {option} 50")
-        spending[name] = value
-    breaker = config.getoption("provider_breaker")
-    if breaker < 0:
-        raise _usage(f"--provider-breaker {breaker}: give 0 (never stop) or a number of instances, e.g. 3")
-    spending["provider_breaker"] = breaker
-    spending["grade_provider_failures"] = bool(config.getoption("grade_provider_failures"))
-    if spending["max_cost"] is not None or spending["max_instance_cost"] is not None:
-        from pytest_clawswe.run.spending import unit_prices
-
-        model = config.getoption("model")
-        if unit_prices(model, config.getoption("prices")) is None:
-            option = "--max-cost" if spending["max_cost"] is not None else "--max-instance-cost"
-            raise _usage(f"{option} needs the price of {model}, which is unknown; give it in a --prices file "
-                         "(USD per million tokens) or drop the ceiling")
-    return spending
 
 
 NETWORK_MODES = ("locked", "internet", "open")
@@ -287,7 +191,8 @@ def check_harness_options(cfg: RunConfig) -> None:
 def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
     """The settings that change results, as run.json stores them."""
     return {
-        "harness": cfg.harness_name, "model": cfg.model, "dataset": config.getoption("dataset"), "budget_s": cfg.budget_s,
+        "harness": cfg.harness_name, "model": cfg.model, "dataset": config.getoption("dataset"),
+        "budget_s": cfg.budget_s,
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
         "network": cfg.network_mode, "harness_options": cfg.harness_options,
         "prices_sha256": cfg.prices_sha256, "retries": cfg.retries,

@@ -17,7 +17,8 @@ OPTIONS: tuple[Option, ...] = (
            dict(default="")),
     Option("--instances-file", "file with one instance id per line (e.g. from `clawswe lite select`)",
            "SweOptions.instances_file"),
-    Option("--dataset-revision", "pin the Hugging Face dataset revision (commit or tag)", "SweOptions.dataset_revision"),
+    Option("--dataset-revision", "pin the Hugging Face dataset revision (commit or tag)",
+           "SweOptions.dataset_revision"),
     # default None (1800 s, the paper's, is taken in swe_options): a regrade keeps the run's own unless given
     Option("--eval-timeout", "seconds for the evaluation's test run (default: 1800; a regrade: the run's own)",
            "SweOptions.eval_timeout_s", dict(type=float, default=None)),
