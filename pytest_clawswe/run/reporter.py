@@ -12,6 +12,8 @@ import pytest
 
 from pytest_clawswe.run import regrade
 
+ITEMS_KEY = pytest.StashKey["list"]()  # the run's items as collected (the xdist controller: as a worker reported)
+
 
 class RunReporter:
     """The terminal side of a run (run/session.py's RunSession is the rest)."""
@@ -38,7 +40,7 @@ class RunReporter:
         if results is None:
             return
         self._done += 1
-        total = self.run.item_count() or None
+        total = len(self.config.stash.get(ITEMS_KEY, [])) or None
         every = max(1, (total or 10) // 10)
         if self.config.option.verbose > 0 or self._done % every == 0 or self._done == total:
             line = self.run.benchmark.progress_line(results, total)

@@ -32,10 +32,9 @@ from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.gateway_start import start_gateway
 from pytest_clawswe.run.item import BenchmarkItem
 from pytest_clawswe.run.item_runner import progress as _progress
-from pytest_clawswe.run.reporter import RunReporter
+from pytest_clawswe.run.reporter import ITEMS_KEY, RunReporter
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
-ITEMS_KEY = pytest.StashKey["list"]()
 
 
 def configure(config: pytest.Config) -> None:
@@ -248,10 +247,6 @@ class RunSession:
             return
         self.results = self._rebuild()
 
-    def item_count(self) -> int:
-        """The run's items, as collected (in the xdist controller: as a worker collected them)."""
-        return len(self.config.stash.get(ITEMS_KEY, []))
-
     def _rebuild(self):
         """Rebuild the run-level files; a full disk costs a warning, not the run (resume rebuilds them)."""
         try:
@@ -269,7 +264,7 @@ class RunSession:
             return
         self._rebuild()
         summary_file = self.cfg.run_dir / "summary.json"
-        _add_disk_use(self.cfg, summary_file, self.item_count(),
+        _add_disk_use(self.cfg, summary_file, len(self.config.stash.get(ITEMS_KEY, [])),
                       self.benchmark.item_records(self.cfg.run_dir))
         from _pytest.junitxml import xml_key
 
