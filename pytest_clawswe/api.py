@@ -12,7 +12,10 @@ tests/test_third_benchmark.py) is a package with two entry points: its pytest pl
     BenchmarkCollector   the root collector the Benchmark gives pytest; BenchmarkItem one item under it
     ItemRunner           the run-once template (item folder, resume, retries) around the benchmark's run_phases
     ItemResult           what every item's result holds (outcome, error, finish reason, timings, usage, cost)
-    RunConfig            the run's checked options, as the runner gets them (`run_session.cfg`); read only
+    RunConfig            the run's checked options, as the runner gets them (`run_session.cfg`); frozen
+    Option, add_options  the benchmark's own options as a table of rows (flag, help, where it is read): the
+                         Benchmark names it (`declared_options`: another benchmark's run refuses them), its
+                         plugin's pytest_addoption adds it (`add_options(parser, "clawswe-NAME", title, TABLE)`)
     run_agent            the agent's life cycle in a workspace: create, send the prompt, stop everything, back up
     Workspace            one item's Docker sandbox (a context manager); BaseWorkspace its interface, ExecResult
                          what an exec returns
@@ -38,6 +41,7 @@ from pytest_clawswe.files import write_atomic
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness, HarnessOptions, get_harness_class
 from pytest_clawswe.run.agent import run_agent
 from pytest_clawswe.run.benchmark import Benchmark
+from pytest_clawswe.run.options import Option, add_options
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
 from pytest_clawswe.run.item_runner import ItemRunner, progress
@@ -46,5 +50,6 @@ from pytest_clawswe.run.result import ItemResult
 __all__ = [
     "AgentContext", "AgentRun", "BaseWorkspace", "Benchmark", "BenchmarkCollector", "BenchmarkItem", "ClawsweError",
     "ExecResult", "Harness", "HarnessError", "HarnessOptions", "InfraError", "ItemError", "ItemResult", "ItemRunner",
-    "RunConfig", "UserError", "Verdict", "Workspace", "get_harness_class", "progress", "run_agent", "write_atomic",
+    "Option", "RunConfig", "UserError", "Verdict", "Workspace", "add_options", "get_harness_class", "progress",
+    "run_agent", "write_atomic",
 ]

@@ -36,20 +36,6 @@ class Host:
         return docker_client(timeout=timeout, base_url=self.url, tls_dir=self.tls_dir)
 
 
-def add_options(group) -> None:
-    group.addoption("--docker-host", action="append", default=[], metavar="URL",
-                    help="a Docker engine for the run's containers (repeatable; xdist workers are spread over "
-                         "them): unix:///var/run/docker.sock, tcp://HOST:2376 (TLS, see --docker-tls-dir) "
-                         "or ssh://USER@HOST (default: DOCKER_HOST or the local socket)")
-    group.addoption("--docker-tls-dir", metavar="DIR",
-                    help="folder with ca.pem, cert.pem and key.pem for the tcp:// hosts "
-                         "(default: DOCKER_CERT_PATH, else ~/.docker)")
-    group.addoption("--registry", metavar="HOST:PORT",
-                    help="a registry every engine reaches and trusts: images another engine needs are made once "
-                         "on the first engine, pushed there and pulled by the engine that needs them (default: "
-                         "docker save | load between the engines; docs/scale-out.md)")
-
-
 def hosts(config: pytest.Config) -> list[Host]:
     """The run's engines, in the order given; a malformed one is a pytest.UsageError."""
     urls = config.getoption("docker_host", None) or []

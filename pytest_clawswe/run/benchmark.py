@@ -9,11 +9,14 @@ answers the pytest_clawswe_benchmark hook, and its Benchmark class (group clawsw
     def pytest_clawswe_benchmark(config):            # mybench/plugin.py (a pytest11 entry point)
         return MyBench(config) if config.getoption("benchmark") == "mybench" else None
 
+    OPTIONS = (Option("--my-option", "what it does", "MyBench.select", dict(default="")),)
+
     def pytest_addoption(parser):                     # its own options: a run of another benchmark refuses them
-        option_group(parser, "mybench", "MyBench").addoption("--my-option", default="")
+        add_options(parser, "clawswe-mybench", "MyBench", OPTIONS)
 
     class MyBench(Benchmark):
         name = "mybench"
+        declared_options = OPTIONS
         def select(self): ...            # its targets, checked; raise pytest.UsageError for bad input
         def collector(self, session): ...  # a BenchmarkCollector (item.py) whose children are BenchmarkItems
         def runner(self, session): ...   # an ItemRunner (item_runner.py): what its items call to run one
@@ -29,14 +32,19 @@ from typing import Any
 
 import pytest
 
+from pytest_clawswe.run.options import Option
 
-REGRADE_KEY = pytest.StashKey["Any"]()  # run/regrade.py puts the run --regrade names here, once checked
+
+REGRADE_KEY = pytest.StashKey[Any]()  # run/regrade.py puts the run --regrade names here, once checked
 
 
 class Benchmark:
     """One benchmark as the session sees it; subclasses fill in the three methods."""
 
     name = "benchmark"
+    # its own options (run/options.py's Option rows), which its plugin adds in pytest_addoption; a run of another
+    # benchmark refuses them when given (check_options)
+    declared_options: tuple[Option, ...] = ()
     # options of every benchmark (plugin.py's group) this one does not read: given, they are refused
     unread_options: tuple[str, ...] = ()
     # what to do instead of another benchmark's option (its dest -> a short phrase), e.g. how to select items
@@ -192,29 +200,21 @@ class Benchmark:
         return "graded again"
 
 
-# -- options: each benchmark's own group, and the options a run of another benchmark must not be given ----------
-_GROUPS: dict[str, Any] = {}  # benchmark name ("" for every benchmark's) -> its pytest OptionGroup
+# -- options: each benchmark's own table (declared_options), and the options a run of another must not be given --
+def option_tables() -> list[tuple[str, tuple[Option, ...]]]:
+    """(owner, table): the options of every benchmark (owner "", run/options.py) and each installed benchmark's."""
+    from pytest_clawswe.run.options import OPTIONS
 
-
-def option_group(parser: pytest.Parser, benchmark: str, description: str):
-    """The pytest option group of `benchmark` ("" : the options of every benchmark), known to check_options."""
-    group = parser.getgroup(f"clawswe-{benchmark}" if benchmark else "clawswe", description)
-    _GROUPS[benchmark] = group
-    return group
+    return [("", OPTIONS), *((cls.name, cls.declared_options) for cls in benchmark_classes())]
 
 
 def given_by_owner(config: pytest.Config):
     """(owner, option) of every clawswe option whose value is not its default: owner is a benchmark's name, or "" for
     the options of every benchmark."""
-    for owner, group in _GROUPS.items():
-        for option in group.options:
-            if config.getoption(option.dest, None) != option.attrs().get("default"):
+    for owner, table in option_tables():
+        for option in table:
+            if option.given(config):
                 yield owner, option
-
-
-def given_options(config: pytest.Config, benchmark: str) -> list[str]:
-    """The flags of `benchmark`'s own option group given other than at their default."""
-    return [option.names()[-1] for owner, option in given_by_owner(config) if owner == benchmark]
 
 
 def check_options(config: pytest.Config, benchmark: Benchmark) -> None:
@@ -225,7 +225,7 @@ def check_options(config: pytest.Config, benchmark: Benchmark) -> None:
         dest = option.dest
         if owner == benchmark.name or (owner == "" and dest not in benchmark.unread_options):
             continue
-        flag, instead = option.names()[-1], benchmark.instead_of.get(dest)
+        flag, instead = option.flag, benchmark.instead_of.get(dest)
         whose = f"{flag} is --benchmark {owner}'s option and " if owner else ""
         raise pytest.UsageError(f"{whose}{benchmark.title} (--benchmark {benchmark.name}) does not read "
                                 f"{'it' if owner else flag}: drop it{'; ' + instead if instead else ''}")

@@ -6,35 +6,36 @@ or creates a Docker object.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker.errors
 import pytest
-from docker.utils import parse_bytes
 
 from pytest_clawswe.engine.cache_level import CacheLevel
 from pytest_clawswe.errors import HarnessError
 from pytest_clawswe.files import load_run_info
 from pytest_clawswe.harness.adapter import Harness, get_harness_class
+from pytest_clawswe.run.options import (
+    OPTIONS,
+    check_prices_known,
+    image_cache_option,
+    read_fields,
+    registry_option,
+)
 
 # run.json keys whose value changes results: a resume with another value would mix two configurations.
 # Selection (--lite, --instance-ids, -k) may differ: a resume may extend or narrow the run.
 RESULT_SETTINGS = {
-    "harness": "--harness", "model": "--model", "dataset": "--dataset", "dataset_revision": "--dataset-revision",
-    "budget_s": "--budget", "eval_timeout_s": "--eval-timeout", "mem_limit": "--mem-limit",
+    "harness": "--harness", "model": "--model", "dataset": "--dataset",
+    "budget_s": "--budget", "mem_limit": "--mem-limit",
     "pids_limit": "--pids-limit", "disk_limit": "--disk-limit", "network": "--network",
     "harness_options": "--harness-option", "prices_sha256": "--prices (the file's contents)",
-    "retries": "--retries", "purge": "--no-purge", "gateway_shaping": "--gateway-shaping",
+    "retries": "--retries", "gateway_shaping": "--gateway-shaping",
     "grade_provider_failures": "--grade-provider-failures",
 }
-
-
-DEFAULT_EVAL_TIMEOUT_S = 1800.0  # --eval-timeout's default (the paper's)
 
 
 def _usage(text: str) -> pytest.UsageError:
@@ -51,72 +52,6 @@ def default_run_id(harness: str, model: str) -> str:
     # same second on one engine must not share it, hence the random tail
     parts = [harness, safe_id(model), f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"]
     return "_".join(p for p in parts if p)
-
-
-def _positive_seconds(config: pytest.Config, name: str, option: str, default: float | None = None) -> float:
-    value = config.getoption(name)
-    if value is None:  # an option whose default is None, so that a regrade can tell it was given
-        value = default
-    if not (value > 0 and math.isfinite(value)):
-        raise _usage(f"{option} {value:g}: give a positive number of seconds, e.g. {option} 600")
-    return value
-
-
-def _size(text: str, option: str, example: str) -> int | None:
-    """A size such as 8g; none: no limit. 0 is refused: it would silently remove the limit."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        size = parse_bytes(text)
-    except docker.errors.DockerException:
-        size = None
-    if not size or size <= 0:
-        raise _usage(f"{option} {text or repr(text)}: give a size such as {example}, or none for no limit")
-    return size
-
-
-def image_cache_option(config: pytest.Config) -> int | None:
-    text = config.getoption("image_cache", None)
-    if text is None:
-        return None
-    if config.getoption("cache_level") != "auto":
-        raise _usage("--image-cache and --cache-level both say which images stay: give one of them")
-    return _size(text, "--image-cache", "50g")
-
-
-def registry_option(config: pytest.Config) -> str | None:
-    from pytest_clawswe.engine.hosts import registry
-
-    found = registry(config)
-    return found.address if found is not None else None
-
-
-def _harness_options(config: pytest.Config) -> dict[str, str]:
-    options = {}
-    for item in config.getoption("harness_option"):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise _usage(f"--harness-option {item!r}: use KEY=VALUE")
-        options[key] = value
-    return options
-
-
-def _shaping(config: pytest.Config) -> str:
-    from pytest_clawswe.gateway.shaping import parse_setting
-
-    setting = config.getoption("gateway_shaping")
-    try:
-        parse_setting(setting)
-    except ValueError as exc:
-        raise _usage(f"--gateway-shaping: {exc}") from None
-    return setting
-
-
-def _retries(config: pytest.Config) -> int:
-    retries = config.getoption("retries")
-    if retries < 0:
-        raise _usage(f"--retries {retries}: give 0 (one attempt, as the released code) or more")
-    return retries
 
 
 def prices_digest(path: str | None) -> str | None:
@@ -161,96 +96,88 @@ def run_location(config: pytest.Config, name: str = "", default_id: str = "") ->
     return safe_id(stored), run_dir
 
 
-def run_config(config: pytest.Config) -> RunConfig:
-    """The run's configuration, every option checked (pytest.UsageError names the first bad one)."""
+def given_settings(config: pytest.Config) -> dict:
+    """The options every benchmark shares, each checked (pytest.UsageError names the first bad one): RunConfig's
+    fields but the network, which the benchmark's default completes (run_config). The fields are read by
+    run/options.py's table, each by its row; the harness class, the run's folder and the prices' digest are
+    derived from them here."""
     spec = config.getoption("harness")
     try:
         harness_cls = get_harness_class(spec)
     except HarnessError as exc:
         raise _usage(str(exc)) from None
     name = harness_cls.name if ":" in spec else spec
-    budget = _positive_seconds(config, "budget", "--budget")
-    eval_timeout = _positive_seconds(config, "eval_timeout", "--eval-timeout", DEFAULT_EVAL_TIMEOUT_S)
-    pids = config.getoption("pids_limit")
-    if pids <= 0:
-        raise _usage(f"--pids-limit {pids}: give a positive number of processes, e.g. --pids-limit 300")
-    mem = _size(config.getoption("mem_limit"), "--mem-limit", "8g or 512m")
-    disk = _size(config.getoption("disk_limit"), "--disk-limit", "20g, 500m")
-    options = _harness_options(config)
-    prices_sha256 = prices_digest(config.getoption("prices"))
+    given = read_fields(config, OPTIONS)
+    prices_sha256 = prices_digest(given["prices_file"])
     run_id, run_dir = run_location(config, name)
-    cfg = RunConfig(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec,
-                    model=config.getoption("model"), budget_s=budget, eval_timeout_s=eval_timeout,
-                    mem_limit=None if mem is None else config.getoption("mem_limit"), pids_limit=pids,
-                    disk_limit=disk, dataset_revision=config.getoption("dataset_revision"),
-                    harness_options=options, prices_file=config.getoption("prices"), prices_sha256=prices_sha256,
-                    retries=_retries(config), purge=not config.getoption("no_purge"),
-                    cache_level=config.getoption("cache_level"), gateway_shaping=_shaping(config),
-                    image_cache=image_cache_option(config), registry=registry_option(config),
-                    harness_class=harness_cls)
-    _spending(config, cfg)
-    check_harness_options(cfg)
+    given.update(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec, harness_class=harness_cls,
+                 prices_sha256=prices_sha256, image_cache=image_cache_option(config), registry=registry_option(config))
+    check_prices_known(given)
+    _check_harness(harness_cls, given["model"], given["harness_options"])
     if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
         from pytest_clawswe.gateway.upstream import check_upstream
 
         try:  # no model, no key: found before the run's network or gateway exists
-            check_upstream(cfg.model)
+            check_upstream(given["model"])
         except ValueError as exc:
             raise _usage(str(exc)) from None
+    return given
+
+
+def run_config(config: pytest.Config, benchmark, given: dict) -> RunConfig:
+    """The run's RunConfig, made once the benchmark is known: the `given` settings (given_settings, or a
+    regrade's), the network (--network, else the benchmark's default) and the benchmark's harness defaults
+    (--harness-option wins; a regrade keeps its run's options as they were)."""
+    mode, network = resolve_network(config, given, benchmark.default_network)
+    options = given["harness_options"]
+    defaults = benchmark.harness_defaults(given["harness_name"]) if given.get("regrade_of") is None else {}
+    if defaults:
+        options = {**defaults, **options}
+    cfg = RunConfig(**{**given, "harness_options": options, "network_mode": mode, "network": network})
+    if defaults:
+        check_harness_options(cfg)
     return cfg
-
-
-def _spending(config: pytest.Config, cfg: RunConfig) -> None:
-    """--max-cost, --max-instance-cost, --provider-breaker, --grade-provider-failures: checked into cfg."""
-    for name, option in (("max_cost", "--max-cost"), ("max_instance_cost", "--max-instance-cost")):
-        value = config.getoption(name)
-        if value is not None and not (value > 0 and math.isfinite(value)):
-            raise _usage(f"{option} {value:g}: give a positive amount of USD, e.g. {option} 50")
-        setattr(cfg, name, value)
-    breaker = config.getoption("provider_breaker")
-    if breaker < 0:
-        raise _usage(f"--provider-breaker {breaker}: give 0 (never stop) or a number of instances, e.g. 3")
-    cfg.provider_breaker = breaker
-    cfg.grade_provider_failures = bool(config.getoption("grade_provider_failures"))
-    if cfg.max_cost is not None or cfg.max_instance_cost is not None:
-        from pytest_clawswe.run.spending import unit_prices
-
-        if unit_prices(cfg.model, cfg.prices_file) is None:
-            option = "--max-cost" if cfg.max_cost is not None else "--max-instance-cost"
-            raise _usage(f"{option} needs the price of {cfg.model}, which is unknown; give it in a --prices file "
-                         "(USD per million tokens) or drop the ceiling")
 
 
 NETWORK_MODES = ("locked", "internet", "open")
 
 
-def resolve_network(config: pytest.Config, cfg: RunConfig, default: str) -> None:
-    """cfg.network_mode (--network, else the benchmark's `default`) and cfg.network, the agents' Docker network.
+def resolve_network(config: pytest.Config, given: dict, default: str) -> tuple[str, str | None]:
+    """(network mode, the agents' Docker network): --network, else the benchmark's `default`.
 
     `internet` needs host firewall rules (engine/internet.py): without root or iptables it is one sentence
     before anything is written, never a silent fall-back to Docker's open network."""
     mode = config.getoption("network") or default
     if mode not in NETWORK_MODES:
         raise _usage(f"--network {mode}: use one of {', '.join(NETWORK_MODES)}")
-    cfg.network_mode = mode
+    harness_cls = given.get("harness_class")
+    network: str | None
     if mode == "open":
-        cfg.network = None  # Docker's default bridge
-    elif not cfg.harness_class or cfg.harness_class.needs_model:
-        cfg.network = f"clawswe-{cfg.run_id}"  # the run's own network, where the gateway listens
+        network = None  # Docker's default bridge
+    elif not harness_cls or harness_cls.needs_model:
+        network = f"clawswe-{given['run_id']}"  # the run's own network, where the gateway listens
     else:
-        cfg.network = "none"  # no model to reach: no network at all
-    if mode != "internet" or cfg.network == "none" or getattr(config, "workerinput", None) \
+        network = "none"  # no model to reach: no network at all
+    if mode != "internet" or network == "none" or getattr(config, "workerinput", None) \
             or config.option.collectonly:
-        return
+        return mode, network
     from pytest_clawswe.engine.internet import why_not_possible
 
     why = why_not_possible()
     if why:
-        given = "--network internet" if config.getoption("network") else "the default --network internet"
-        raise _usage(f"{given} (public addresses only: not this host, private or link-local addresses, nor other "
+        given_flag = "--network internet" if config.getoption("network") else "the default --network internet"
+        raise _usage(f"{given_flag} (public addresses only: not this host, private or link-local addresses, nor other "
                      f"containers) needs host firewall rules, which need root and iptables ({why}); run as root, "
                      "or give --network open (Docker's default network: this host's services and other containers "
                      "are reachable too) or --network locked (no internet)")
+    return mode, network
+
+
+def _check_harness(harness_cls: type[Harness], model: str, options: dict[str, str]) -> None:
+    try:
+        harness_cls(model, options)
+    except HarnessError as exc:
+        raise _usage(str(exc)) from None
 
 
 def check_harness_options(cfg: RunConfig) -> None:
@@ -265,10 +192,10 @@ def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
     """The settings that change results, as run.json stores them."""
     return {
         "harness": cfg.harness_name, "model": cfg.model, "dataset": config.getoption("dataset"),
-        "dataset_revision": cfg.dataset_revision, "budget_s": cfg.budget_s, "eval_timeout_s": cfg.eval_timeout_s,
+        "budget_s": cfg.budget_s,
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
         "network": cfg.network_mode, "harness_options": cfg.harness_options,
-        "prices_sha256": cfg.prices_sha256, "retries": cfg.retries, "purge": cfg.purge,
+        "prices_sha256": cfg.prices_sha256, "retries": cfg.retries,
         "gateway_shaping": cfg.gateway_shaping, "grade_provider_failures": cfg.grade_provider_failures,
     }
 
@@ -296,7 +223,7 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
         if key not in stored:  # a run from before this setting was recorded
             continue
         before = stored[key]
-        if key in ("budget_s", "eval_timeout_s") and before is not None and now is not None:
+        if key == "budget_s" and before is not None and now is not None:
             same = float(before) == float(now)
         else:
             same = before == now
@@ -306,20 +233,19 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
 
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
-    """Everything a worker needs to run items; identical in the controller and every xdist worker."""
+    """Everything a worker needs to run items; identical in the controller and every xdist worker. Made once
+    (run_config), after the benchmark is known; nothing changes it afterwards."""
 
     run_id: str
     run_dir: Path
     harness_name: str
     model: str
     budget_s: float = 3600.0
-    eval_timeout_s: float = 1800.0
     mem_limit: str | None = "8g"
     pids_limit: int | None = 300
     disk_limit: int | None = 20 * 2**30  # bytes an agent's container may write; None: no limit
-    dataset_revision: str | None = None
     harness_options: dict = field(default_factory=dict)
     harness_spec: str = ""  # what to load: an installed name, module:Class or file.py:Class
     prices_file: str | None = None  # extra or overriding model prices (see prices.py)
@@ -327,9 +253,9 @@ class RunConfig:
     network: str | None = None  # agent containers' Docker network; None = the default bridge (open)
     network_mode: str = "locked"  # --network: locked, internet or open (resolve_network)
     retries: int = 0  # re-runs of an attempt that ended in a harness error, within the same budget
-    purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
     gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)
-    cache_level: CacheLevel = "instance"  # which images an item leaves behind when it ends (engine/cache_level.py)
+    # --cache-level as given (auto included): which images an item leaves behind; the session resolves auto
+    cache_level: CacheLevel = "instance"
     image_cache: int | None = None  # bytes of images kept per engine across runs, LRU (engine/image_cache.py)
     registry: str | None = None  # HOST:PORT images reach the other engines through (engine/registry.py)
     max_cost: float | None = None  # USD: no item starts past it (spending.py)

@@ -18,13 +18,6 @@ from pytest_clawswe.errors import InfraError, UserError
 PROBE_IMAGE = "debian:bookworm-slim"  # bash and timeout: what the lock probe needs
 
 
-def add_options(group) -> None:
-    group.addoption("--kubernetes", nargs="?", const="", default=None, metavar="CONTEXT",
-                    help="run the items' sandboxes as pods of a Kubernetes cluster: the kubeconfig's CONTEXT (default: "
-                         "its current one; KUBECONFIG as kubectl reads it); needs --registry, which the nodes pull "
-                         "from (docs/scale-out.md)")
-
-
 def from_config(config: pytest.Config, cfg) -> "KubeRun | None":
     """The run's cluster (None without --kubernetes); a setting that cannot work is a pytest.UsageError."""
     context = config.getoption("kubernetes", None)

@@ -84,7 +84,7 @@ def adopt(config: pytest.Config, src: Source) -> None:
     option that describes the agents' work, given, is refused in one sentence."""
     for owner, option in given_by_owner(config):
         if owner == "" and option.dest not in READS:
-            flag = option.names()[-1]
+            flag = option.flag
             raise pytest.UsageError(f"{flag} describes how the agents of {src.path.name} worked: a regrade "
                                     f"(--regrade) grades what they did under that run's own settings; drop {flag}")
     given = config.getoption("benchmark", None)
@@ -101,46 +101,40 @@ def check_benchmark_options(config: pytest.Config, benchmark) -> None:
     """The benchmark's own options a regrade does not read (they describe the agents' work), given: refused."""
     for owner, option in given_by_owner(config):
         if owner == benchmark.name and option.dest not in benchmark.regrade_options:
-            flag = option.names()[-1]
+            flag = option.flag
             reads = ", ".join(f"--{d.replace('_', '-')}" for d in benchmark.regrade_options) or "none of its own"
             raise pytest.UsageError(f"{flag} describes how the agents worked, not how they are graded: a regrade of a "
                                     f"{benchmark.title} run reads {reads}; drop {flag}")
 
 
-def run_config(config: pytest.Config, src: Source) -> RunConfig:
-    """The regrade's RunConfig: RUN's settings (harness and model as recorded: no adapter is made), the new run's
-    folder and id, and the grading options given."""
+def given_settings(config: pytest.Config, src: Source) -> dict:
+    """The regrade's settings (RunConfig's fields; run/config.run_config makes it): RUN's settings (harness and
+    model as recorded: no adapter is made), the new run's folder and id, and the grading options given."""
     info = src.info
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}"
     run_id, run_dir = settings.run_location(config, default_id=f"{src.run_id}.regrade-{stamp}")
     if run_dir == src.path or src.path in run_dir.parents or run_dir in src.path.parents:
         raise pytest.UsageError(f"--run-dir {run_dir}: a regrade writes a new run folder, never into or around the run "
                                 f"it grades ({src.path}); give another folder")
-    given_eval = config.getoption("eval_timeout", None)
-    eval_s = float(given_eval if given_eval is not None else info.get("eval_timeout_s") or 1800.0)
-    if not eval_s > 0:
-        raise pytest.UsageError(f"--eval-timeout {eval_s:g}: give a positive number of seconds")
-    cfg = RunConfig(run_id=run_id, run_dir=run_dir, harness_name=str(info.get("harness") or ""),
+    return dict(run_id=run_id, run_dir=run_dir, harness_name=str(info.get("harness") or ""),
                     harness_spec=str(info.get("harness") or ""), model=str(info.get("model") or ""),
-                    budget_s=float(info.get("budget_s") or 3600.0), eval_timeout_s=eval_s,
+                    budget_s=float(info.get("budget_s") or 3600.0),
                     mem_limit=info.get("mem_limit"), pids_limit=info.get("pids_limit"),
-                    disk_limit=info.get("disk_limit"), dataset_revision=info.get("dataset_revision"),
+                    disk_limit=info.get("disk_limit"),
                     harness_options=dict(info.get("harness_options") or {}), prices_file=config.getoption("prices"),
                     prices_sha256=settings.prices_digest(config.getoption("prices")),
-                    retries=int(info.get("retries") or 0), purge=bool(info.get("purge", True)),
+                    retries=int(info.get("retries") or 0),
                     cache_level=config.getoption("cache_level"),
                     gateway_shaping=str(info.get("gateway_shaping") or "auto"),
-                    image_cache=settings.image_cache_option(config), registry=settings.registry_option(config))
-    cfg.grade_provider_failures = bool(info.get("grade_provider_failures"))
-    cfg.regrade_of = str(src.path)
-    return cfg
+                    image_cache=settings.image_cache_option(config), registry=settings.registry_option(config),
+                    grade_provider_failures=bool(info.get("grade_provider_failures")), regrade_of=str(src.path))
 
 
 def run_info(src: Source, cfg: RunConfig, benchmark) -> dict:
     """The regrade's run.json: RUN's (so reports and `clawswe compare` see the same harness, model, dataset and
     protocol), its own id and folder settings, the grading settings now in force, and what it regrades."""
     info = {k: v for k, v in src.info.items() if k not in NOT_INHERITED}
-    info.update({"run_id": cfg.run_id, "eval_timeout_s": cfg.eval_timeout_s, "prices_sha256": cfg.prices_sha256,
+    info.update({"run_id": cfg.run_id, "prices_sha256": cfg.prices_sha256,
                  "cache_level": cfg.cache_level, "image_cache": cfg.image_cache, "registry": cfg.registry,
                  "harness_settings": src.info.get("harness_settings"), **benchmark.run_info()})
     info["regrade"] = {"of": str(src.path), "run_id": src.run_id, **benchmark.regrade_info()}

@@ -32,9 +32,9 @@ from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.gateway_start import start_gateway
 from pytest_clawswe.run.item import BenchmarkItem
 from pytest_clawswe.run.item_runner import progress as _progress
+from pytest_clawswe.run.reporter import ITEMS_KEY, RunReporter
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
-ITEMS_KEY = pytest.StashKey["list"]()
 
 
 def configure(config: pytest.Config) -> None:
@@ -45,16 +45,12 @@ def configure(config: pytest.Config) -> None:
     src = regrade.source(config)  # --regrade RUN: the run graded again, checked (run/regrade.py)
     if src is not None:
         regrade.adopt(config, src)  # its benchmark, dataset and agent settings; an agent option given is refused
-    cfg = regrade.run_config(config, src) if src is not None else settings.run_config(config)
+    given = regrade.given_settings(config, src) if src is not None else settings.given_settings(config)
     benchmark = config.hook.pytest_clawswe_benchmark(config=config)
     check_options(config, benchmark)  # another benchmark's option, given: one sentence, nothing run
     if src is not None:
         regrade.check_benchmark_options(config, benchmark)
-    settings.resolve_network(config, cfg, benchmark.default_network)
-    defaults = benchmark.harness_defaults(cfg.harness_name) if src is None else {}
-    if defaults:
-        cfg.harness_options = {**defaults, **cfg.harness_options}
-        settings.check_harness_options(cfg)
+    cfg = settings.run_config(config, benchmark, given)  # made once: nothing changes it afterwards
     run = RunSession(config, cfg, benchmark)
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
@@ -65,12 +61,15 @@ def configure(config: pytest.Config) -> None:
         if run.writes and src is None:  # a regrade runs no agent: no bundle
             ensure_bundle(config, cfg, run.hosts[0])
     config.pluginmanager.register(run, "clawswe-session")
+    reporter = RunReporter(run)  # the terminal side, a plugin of its own (as xdist's DSession and its reporter)
+    config.pluginmanager.register(reporter, "clawswe-reporter")
     if run.is_worker:
         run.install_interrupts()
     elif run.writes:
         try:
             run.start()
         except BaseException:
+            config.pluginmanager.unregister(reporter)
             config.pluginmanager.unregister(run)
             raise
 
@@ -102,10 +101,10 @@ class RunSession:
         self.writes = not self.is_worker and not config.option.collectonly
         self.stopping = False  # set by the first SIGINT: no item starts after it
         self._worker_pids: list[int] = []
-        self._done = 0
         self._said: set[str] = set()
-        self._not_started: dict[str, int] = {}  # why items were not started -> how many
-        self._last_not_started = ""
+        self.results = None  # what the last rebuild of the run files gave (None: not rebuilt, or it failed)
+        # --cache-level resolved (auto: by the number of items) once they are collected (pytest_collection_finish)
+        self.cache_level = cfg.cache_level
 
     # -- start -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -229,11 +228,11 @@ class RunSession:
         return _collect(session, self.benchmark.collector(session))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Remember the items, for the progress line."""
+        """Remember the items, for the progress line, and resolve --cache-level auto by their number."""
         self.config.stash[ITEMS_KEY] = list(session.items)
         from pytest_clawswe.engine.cache_level import resolve
 
-        self.cfg.cache_level = resolve(self.cfg.cache_level, len(session.items))  # xdist workers see every item
+        self.cache_level = resolve(self.cfg.cache_level, len(session.items))  # xdist workers see every item
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -241,30 +240,12 @@ class RunSession:
         if isinstance(item, BenchmarkItem) and not self.stopping:
             self.runner.upcoming = nextitem.target if isinstance(nextitem, BenchmarkItem) else None
 
-    # -- progress ----------------------------------------------------------------------------------
+    # -- the run files as items end (run/reporter.py's RunReporter shows the progress) ---------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the run-level files current, so a crash loses nothing already finished."""
-        if report.when == "setup" and report.skipped and isinstance(report.longrepr, tuple):
-            why = str(report.longrepr[2]).removeprefix("Skipped: ")
-            if why.startswith("not started:"):  # the breaker or --max-cost (why_not_start)
-                self._not_started.setdefault(why.split(" (counted")[0], 0)
-                self._not_started[why.split(" (counted")[0]] += 1
-                self._last_not_started = why
         if report.when != "teardown" or not self.writes:
             return
-        results = self._rebuild()
-        if results is None:
-            return
-        self._done += 1
-        total = len(self.config.stash.get(ITEMS_KEY, [])) or None
-        every = max(1, (total or 10) // 10)
-        if self.config.option.verbose > 0 or self._done % every == 0 or self._done == total:
-            line = self.benchmark.progress_line(results, total)
-            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None and line:
-                if not self.config.option.verbose > 0:
-                    reporter.write("\n")  # the line of dots is still open
-                reporter.write_line(f"[clawswe] {line}")
+        self.results = self._rebuild()
 
     def _rebuild(self):
         """Rebuild the run-level files; a full disk costs a warning, not the run (resume rebuilds them)."""
@@ -291,29 +272,6 @@ class RunSession:
         if xml is not None:
             for name, value in self.benchmark.junit_properties(self.cfg.run_dir):
                 xml.add_global_property(name, value)
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        """Print the run's totals."""
-        summary_file = self.cfg.run_dir / "summary.json"
-        if not self.writes or not summary_file.is_file():
-            return
-        tr = terminalreporter
-        tr.write_sep("=", "clawswe summary")
-        tr.write_line(f"run dir: {self.cfg.run_dir}")
-        if self.regrade is not None:
-            tr.write_line(regrade.terminal_line(self.regrade, self.benchmark), bold=True)
-        for line in self.benchmark.warning_lines(self.cfg.run_dir):
-            tr.write_line(line, red=True, bold=True)
-        summary = json.loads(summary_file.read_text())
-        for line in self.benchmark.terminal_lines(self.cfg.run_dir):
-            tr.write_line(line)
-        if summary.get("disk"):
-            from pytest_clawswe.engine.cache_level import disk_line
-
-            tr.write_line(disk_line(summary["disk"]))
-        if self._not_started:  # one sentence: why the run stopped starting items
-            count = sum(self._not_started.values())
-            tr.write_line(f"{count} item(s) {self._last_not_started}", red=True, bold=True)
 
     def pytest_unconfigure(self) -> None:
         """Close the runner, stop the gateway, and (controller) sweep what the run left in Docker."""

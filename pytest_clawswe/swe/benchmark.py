@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from pytest_clawswe.swe.dataset import (
     validate_row,
 )
 from pytest_clawswe.swe.items import DatasetCollector
+from pytest_clawswe.swe.options import OPTIONS, swe_options
 
 NAMED = ("demo", "claw-swe-bench", "multilingual", "verified-mini")
 
@@ -28,9 +28,12 @@ class ClawSweBench(Benchmark):
 
     name = "swe"
     title = "Claw-SWE-Bench"
+    declared_options = OPTIONS  # swe/options.py
 
     def __init__(self, config: pytest.Config):
         super().__init__(config)
+        # its settings, checked once: a bad --eval-timeout is one sentence before anything is written
+        self.options = swe_options(config, self.regrade.info if self.regrade is not None else None)
         self._selected: list[Instance] | None = None
         self._health: list = []  # [the --health file (report/health.Health) or None], once read
 
@@ -57,13 +60,14 @@ class ClawSweBench(Benchmark):
         return self._health[0]
 
     def _select(self) -> list[Instance]:
-        config, dataset = self.config, self.config.getoption("dataset")
-        instances = load_instances(dataset, lite=config.getoption("lite"))
+        config, opts = self.config, self.options
+        dataset = opts.dataset
+        instances = load_instances(dataset, lite=opts.lite)
         if not instances:
             raise DatasetError(f"dataset {dataset} has no instances; give a dataset with at least one row")
-        ids = [i for i in re.split(r"[,\s]+", config.getoption("instance_ids")) if i]
-        if config.getoption("instances_file"):
-            ids += read_instances_file(config.getoption("instances_file"))
+        ids = list(opts.instance_ids)
+        if opts.instances_file:
+            ids += read_instances_file(opts.instances_file)
         selected = select(instances, ids)
         for inst in selected:  # local rows are at hand: a row swebench cannot grade is refused now
             if inst.row is not None:
@@ -95,7 +99,8 @@ class ClawSweBench(Benchmark):
 
     def collector(self, session: pytest.Session) -> pytest.Collector:
         name = self._collector_name()
-        return DatasetCollector.from_parent(session, name=name, nodeid=name, benchmark=self)
+        return DatasetCollector.from_parent(session, name=name, nodeid=name, benchmark=self,
+                                            eval_timeout_s=self.options.eval_timeout_s)
 
     def runner(self, run_session):
         from pytest_clawswe.engine.hosts import worker_index
@@ -109,6 +114,8 @@ class ClawSweBench(Benchmark):
             runner = InstanceRegrader(cfg, hosts[index].client(), self.regrade, progress=progress)
         else:
             runner = InstanceRunner(cfg, cfg.new_harness(), hosts[index].client(), progress=progress)
+            runner.cache_level = run_session.cache_level  # --cache-level auto resolved by the number of items
+        runner.swe = self.options
         runner.benchmark = type(self)
         from pytest_clawswe.engine.hosts import is_remote
 
@@ -128,18 +135,24 @@ class ClawSweBench(Benchmark):
         return runner
 
 
+    # run.json keys of its settings -> the option that sets them (a resume with another value is refused)
+    run_info_options = {"dataset_revision": "--dataset-revision", "eval_timeout_s": "--eval-timeout",
+                        "purge": "--no-purge"}
+
     def run_info(self) -> dict:
-        purge = not self.config.getoption("no_purge")
+        opts = self.options
+        purge = opts.purge
         health = self.health()
         if self.regrade is not None:  # the run's own settings stay (run/regrade.py); a --health given is the regrade's
-            return {"health": health.label()} if health is not None else {}
+            return {"eval_timeout_s": opts.eval_timeout_s, **({"health": health.label()} if health is not None else {})}
         # the marks are written into each instance's result: a resume uses the same file (compared here)
-        return {"lite": self.config.getoption("lite"),
+        return {"dataset_revision": opts.dataset_revision, "eval_timeout_s": opts.eval_timeout_s, "purge": purge,
+                "lite": opts.lite,
                 "ablation": None if purge else "no-purge (paper §5.3): future commits kept; not comparable",
                 "health": None if health is None else health.label()}
 
     def warning_lines(self, run_dir) -> list[str]:
-        if self.config.getoption("no_purge"):
+        if self.regrade is None and not self.options.purge:
             return ["ABLATION --no-purge: future commits were kept in /testbed; not comparable to the paper"]
         return []
 

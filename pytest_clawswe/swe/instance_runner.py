@@ -24,6 +24,7 @@ from pytest_clawswe.run.agent import run_agent
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item_runner import ItemRunner
 from pytest_clawswe.swe.dataset import Instance, load_row
+from pytest_clawswe.swe.options import SweOptions
 from pytest_clawswe.swe.patch import collect_patch, reset_tree, scrub_artifacts
 from pytest_clawswe.swe.prepare import cached_prepared_image, check_purged, prepared_image
 from pytest_clawswe.swe.prompt import instance_prompt
@@ -58,6 +59,8 @@ class InstanceRunner(ItemRunner):
         self.image_source = None  # another engine to load images from (engines.copy_image); None: this one
         self.health = None  # the run's --health file (report/health.Health): its verdicts mark the results
         self.eval_client = client  # where the evaluation's container is made (a cluster's pods: engine/kube/)
+        self.cache_level = config.cache_level  # the run's, auto resolved by the session (ClawSweBench.runner)
+        self.swe = SweOptions()  # Claw-SWE-Bench's settings: ClawSweBench.runner gives the run's
 
     def item_dir(self, instance_id: str) -> Path:
         return instance_dir(self.config.run_dir, instance_id)
@@ -87,7 +90,7 @@ class InstanceRunner(ItemRunner):
         if self._eval_ahead is not None:  # the item ended before its evaluation: its container goes
             self._eval_ahead.discard()
         budget = self.config.image_cache
-        if budget or self.config.cache_level in ("base", "none"):
+        if budget or self.cache_level in ("base", "none"):
             _join_eval_removals()  # an image a container still runs from is never removed
         if budget:  # before the commit: metadata.json records what the budget removed
             result.images.update(enforce(self.client, self._lease, budget, self.progress))
@@ -95,12 +98,12 @@ class InstanceRunner(ItemRunner):
     def after_item(self, instance: Instance) -> None:
         # the item is over, whatever its end: its images go if the cache level says so
         if not self.config.image_cache:
-            release_images(self.client, self._lease, self.config.cache_level, self.progress)
+            release_images(self.client, self._lease, self.cache_level, self.progress)
         self._lease.release()
 
     def run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
         cfg, timings = self.config, result.timings
-        row = load_row(instance, cfg.dataset_revision)
+        row = load_row(instance, self.swe.dataset_revision)
         result.base_commit = row["base_commit"]
         result.image = row["image"]
         prompt = instance_prompt(self.harness, row)
@@ -111,7 +114,7 @@ class InstanceRunner(ItemRunner):
         result.images["instance"] = "failed"  # until it is ready: a miss that could not be made
         result.images["instance"] = self._ensure_image(instance, row)
         image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
-                                       self.labels, progress=self.progress, purge=cfg.purge)
+                                       self.labels, progress=self.progress, purge=self.swe.purge)
         result.images["prepared"] = "made" if prep_s else "hit"
         timings["prepare_image"] = round(time.monotonic() - t, 3)
 
@@ -123,7 +126,7 @@ class InstanceRunner(ItemRunner):
             timings["container_start"] = round(time.monotonic() - t, 3)
             result.node = getattr(ws, "node", "")  # a cluster's: the node the scheduler chose
             t = time.monotonic()
-            if cfg.purge and made_ahead is None:  # (made ahead: proven there, in this container)
+            if self.swe.purge and made_ahead is None:  # (made ahead: proven there, in this container)
                 check_purged(ws, row["base_commit"])  # proven again on every item, cached image or not
             timings["purge_check"] = round(time.monotonic() - t, 3)
 
@@ -193,7 +196,7 @@ class InstanceRunner(ItemRunner):
         t = time.monotonic()
         graded = score(self.eval_client, row, patch.clean, run_id=cfg.run_id, model_label=cfg.model_label,
                        eval_dir=work / "eval", labels={**self.labels, LABEL_INSTANCE: instance.instance_id},
-                       timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit, ahead=self._eval_ahead)
+                       timeout=self.swe.eval_timeout_s, mem_limit=cfg.mem_limit, ahead=self._eval_ahead)
         timings["score"] = round(time.monotonic() - t, 3)
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
         if self.health is not None:  # the tests-flip check: the failing PASS_TO_PASS tests against the base commit
@@ -218,7 +221,7 @@ class InstanceRunner(ItemRunner):
     def _ahead_key(self, instance: Instance, image: str) -> str:
         """What the sandbox is made of and how it was checked: one made ahead is taken only when this is the same
         at the item's start."""
-        return repr((sorted(self._sandbox(instance, image).items()), self.config.purge))
+        return repr((sorted(self._sandbox(instance, image).items()), self.swe.purge))
 
     def _start_ahead(self) -> None:
         """Make the next item's sandbox (started, its tree proven purged) in a thread once this agent has worked as
@@ -226,21 +229,21 @@ class InstanceRunner(ItemRunner):
         already: the container start and the purge check leave that item's critical path (run/ahead.py)."""
         from pytest_clawswe.run import ahead
 
-        nxt, cfg = self.upcoming, self.config
+        nxt = self.upcoming
         if not isinstance(nxt, Instance) or self.ahead is not None or not self._harness_ready or not ahead.enabled():
             return
 
         def make():
             if self.finished(nxt.instance_id) is not None:  # --resume keeps it: it never starts
                 return None
-            row = load_row(nxt, cfg.dataset_revision)
+            row = load_row(nxt, self.swe.dataset_revision)
             image = cached_prepared_image(self.client, row["image"], row["base_commit"], nxt.setup_gitignore,
-                                          cfg.purge)
+                                          self.swe.purge)
             if image is None:  # it is prepared when its turn comes
                 return None
             ws = self._new_workspace(nxt, image).start()
             try:
-                if cfg.purge:
+                if self.swe.purge:
                     check_purged(ws, row["base_commit"])
             except BaseException:
                 ws.remove()

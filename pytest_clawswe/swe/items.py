@@ -11,6 +11,7 @@ from pytest_clawswe.errors import Verdict
 from pytest_clawswe.run.benchmark import Benchmark
 from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
 from pytest_clawswe.swe.dataset import Instance, language_marker
+from pytest_clawswe.swe.options import DEFAULT_EVAL_TIMEOUT_S
 from pytest_clawswe.swe.results import RESOLVED, InstanceResult
 
 # Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
@@ -20,9 +21,10 @@ SETUP_ALLOWANCE_S = 1200
 class DatasetCollector(BenchmarkCollector):
     """The dataset as a pytest collector: its children are the instance items."""
 
-    def __init__(self, *, benchmark: Benchmark, **kwargs):
+    def __init__(self, *, benchmark: Benchmark, eval_timeout_s: float = DEFAULT_EVAL_TIMEOUT_S, **kwargs):
         super().__init__(**kwargs)
         self.benchmark = benchmark
+        self.eval_timeout_s = eval_timeout_s  # SweOptions.eval_timeout_s: in each item's hard timeout
 
     def collect(self):
         try:
@@ -30,7 +32,8 @@ class DatasetCollector(BenchmarkCollector):
         except pytest.UsageError as exc:  # a worker meets what the controller already refused
             raise self.CollectError(str(exc)) from None
         for inst in instances:
-            yield InstanceItem.from_parent(self, name=inst.instance_id, instance=inst)
+            yield InstanceItem.from_parent(self, name=inst.instance_id, instance=inst,
+                                           eval_timeout_s=self.eval_timeout_s)
 
     def reportinfo(self):
         return self.path, None, f"dataset {self.name}"
@@ -45,7 +48,7 @@ class InstanceItem(BenchmarkItem):
     pytest error; the call phase only asserts the evaluator's verdict, so 'not resolved' is a failure."""
 
 
-    def __init__(self, *, instance: Instance, **kwargs):
+    def __init__(self, *, instance: Instance, eval_timeout_s: float = DEFAULT_EVAL_TIMEOUT_S, **kwargs):
         super().__init__(**kwargs)
         from pytest_clawswe.run.session import RUN_KEY
 
@@ -59,7 +62,7 @@ class InstanceItem(BenchmarkItem):
         cfg = self.config.stash.get(RUN_KEY, None)
         if cfg is not None:
             # the hard stop of the whole item; the agent's own budget ends earlier inside it
-            self.hard_timeout(cfg.budget_s + cfg.eval_timeout_s + SETUP_ALLOWANCE_S)
+            self.hard_timeout(cfg.budget_s + eval_timeout_s + SETUP_ALLOWANCE_S)
 
     def runtest(self) -> None:
         from pytest_clawswe.swe.summary import instance_properties

@@ -10,26 +10,15 @@ import re
 
 import pytest
 
-from pytest_clawswe.run.benchmark import given_options, option_group
+from pytest_clawswe.run.options import add_options
 from pytest_clawswe.swe.dataset import LANGUAGE_MARKERS, UNKNOWN_MARKER
+from pytest_clawswe.swe.options import GROUP, OPTIONS
 
 DEFAULT_DATASET = "claw-swe-bench"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    g = option_group(parser, "swe", "Claw-SWE-Bench: coding-agent harnesses on SWE-bench-style instances")
-    g.addoption("--lite", action="store_true", help="only the 80 Claw-SWE-Bench Lite instances")
-    g.addoption("--instance-ids", default="", help="comma- or space-separated instance ids to run")
-    g.addoption("--instances-file", help="file with one instance id per line (e.g. from `clawswe lite select`)")
-    g.addoption("--dataset-revision", help="pin the Hugging Face dataset revision (commit or tag)")
-    # default None (1800 s, the paper's, is taken in run/config.py): a regrade keeps the run's own unless given
-    g.addoption("--eval-timeout", type=float, default=None,
-                help="seconds for the evaluation's test run (default: 1800; a regrade: the run's own)")
-    g.addoption("--no-purge", action="store_true",
-                help="ABLATION (paper §5.3): keep the image's future commits; results are not comparable")
-    g.addoption("--health", metavar="FILE",
-                help="a health file (`clawswe health`; `demo`: the demo set's, shipped): items on instances it calls "
-                     "flaky, broken or too slow are marked, and Pass@1 is also given over the healthy ones")
+    add_options(parser, GROUP, "Claw-SWE-Bench: coding-agent harnesses on SWE-bench-style instances", OPTIONS)
 
 
 def _language_selection(config: pytest.Config) -> bool:
@@ -45,7 +34,7 @@ def _selects_swe(config: pytest.Config) -> bool:
     the run's own: run/regrade.py)."""
     if config.getoption("harness", None) or config.getoption("benchmark", None) or config.getoption("regrade", None):
         return False
-    return bool(given_options(config, "swe")) or config.getoption("dataset", None) is not None \
+    return any(option.given(config) for option in OPTIONS) or config.getoption("dataset", None) is not None \
         or _language_selection(config)
 
 

@@ -105,7 +105,7 @@ class InstanceRegrader(InstanceRunner):
         carry(before, result, keep_health=self.health is None)
         result.regrade = {"of": str(self.source.path), **regrade.earlier(before), "resolved": before.get("resolved"),
                           "swebench": swebench_version()}
-        row = load_row(instance, cfg.dataset_revision)
+        row = load_row(instance, self.swe.dataset_revision)
         result.base_commit, result.image = row["base_commit"], row["image"]
         t = time.monotonic()
         self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
@@ -118,7 +118,7 @@ class InstanceRegrader(InstanceRunner):
         t = time.monotonic()
         graded = score(self.client, row, (work / "patch.diff").read_text(), run_id=cfg.run_id,
                        model_label=cfg.model_label, eval_dir=work / "eval",
-                       labels={**self.labels, LABEL_INSTANCE: iid}, timeout=cfg.eval_timeout_s, mem_limit=cfg.mem_limit)
+                       labels={**self.labels, LABEL_INSTANCE: iid}, timeout=self.swe.eval_timeout_s, mem_limit=cfg.mem_limit)
         timings["score"] = round(time.monotonic() - t, 3)
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
         if self.health is not None:

@@ -10,7 +10,7 @@ from pytest_clawswe.run.benchmark import Benchmark
 from pytest_clawswe.run.item_runner import progress
 from pytest_clawswe.wildclaw import results as outputs
 from pytest_clawswe.wildclaw.items import SuiteCollector
-from pytest_clawswe.wildclaw.options import DEMO_DIR, options
+from pytest_clawswe.wildclaw.options import DEMO_DIR, OPTIONS, options
 
 
 class WildClawBench(Benchmark):
@@ -133,6 +133,7 @@ class WildClawBench(Benchmark):
                                     "engine only; drop the tcp:// and ssh:// --docker-host")
 
     title = "WildClawBench"
+    declared_options = OPTIONS  # wildclaw/options.py
 
     @classmethod
     def report(cls, run_dirs: list, args) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.paths import INSTANCES_DIR
+from pytest_clawswe.run.options import Option
 from pytest_clawswe.wildclaw.results import DEFAULT_PASS_SCORE
 
 DEMO_DIR = INSTANCES_DIR / "wildclaw-demo"
@@ -34,6 +35,33 @@ def dataset_root(config: pytest.Config, kept: dict | None = None) -> Path:
 
 DEFAULT_JUDGE = "openai/gpt-5.4"  # as released
 DEFAULT_GRADE_TIMEOUT_S = 120.0  # as released
+
+GROUP = "clawswe-wildclaw"
+
+# --judge-model, --pass-score and --grade-timeout default to None (options() gives the values above): a regrade
+# (--regrade RUN) keeps the run's own unless one is given
+OPTIONS: tuple[Option, ...] = (
+    Option("--judge-model", f"WildClawBench judge model, reached through the gateway (default: {DEFAULT_JUDGE}, as "
+           "released; a regrade: the run's own); scripted: answers from each task's judge.json fixtures, offline",
+           "WildOptions.judge_model", dict(default=None)),
+    Option("--pass-score", f"a WildClawBench task passes when its overall_score is at least this (default: "
+           f"{DEFAULT_PASS_SCORE}; the benchmark number is the mean score, which does not depend on it)",
+           "WildOptions.pass_score", dict(type=float, default=None)),
+    Option("--scripted-fixtures", "offline stand-ins per task for --model scripted/gold and --judge-model scripted: "
+           "DIR/<task id>/solve.sh (the behaviour acted out), judge.json, vision.json; DIR/judge.json and "
+           "DIR/vision.json for every task (default: the task's own solution/solve.sh, judge.json, vision.json, else "
+           "documented defaults)", "WildOptions.scripted_fixtures", dict(metavar="DIR")),
+    Option("--grade-timeout", f"seconds grade() may run in the grader container (default: {DEFAULT_GRADE_TIMEOUT_S:g}, "
+           "as released)", "WildOptions.grade_timeout_s", dict(type=float, default=None)),
+    Option("--budget-factor", "the paper's time-budget ablation: every task's own timeout_seconds times F, stated so "
+           "in its prompt (default: %(default)s, as released); the run is marked as an ablation",
+           "WildOptions.budget_factor", dict(type=float, default=1.0, metavar="F")),
+    Option("--no-skills", "the paper's skills ablation: no task gets its skills (no skill folder, nothing inlined); "
+           "the run is marked as an ablation", "WildOptions.skills", dict(action="store_true")),
+    Option("--task-image", "run WildClawBench agents in IMAGE (e.g. a released harness image you loaded) instead of "
+           "the task image built here; harnesses still come from their bundles, graders from our image",
+           "WildOptions.task_image", dict(default=None, metavar="IMAGE")),
+)
 
 
 def options(config: pytest.Config):
@@ -87,8 +115,10 @@ def options(config: pytest.Config):
                        task_image=task_image, budget_factor=factor, skills=skills)
 
 
-@dataclass
+@dataclass(frozen=True)
 class WildOptions:
+    """WildClawBench's settings, checked once (options()) when its Benchmark is made; nothing changes them."""
+
     dataset_root: Path
     judge_model: str = DEFAULT_JUDGE
     pass_score: float = 0.5
