@@ -20,10 +20,11 @@ from pytest_clawswe.engine.workspace import BaseWorkspace
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
-from pytest_clawswe.run.agent import run_agent
+from pytest_clawswe.run.agent import run_attempt
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item_runner import ItemRunner
 from pytest_clawswe.swe.dataset import Instance, load_row
+from pytest_clawswe.swe.items import new_deadline
 from pytest_clawswe.swe.patch import collect_patch, reset_tree, scrub_artifacts
 from pytest_clawswe.swe.prepare import cached_prepared_image, check_purged, prepared_image
 from pytest_clawswe.swe.prompt import instance_prompt
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
 # - whatever the attempts, the last one's patch is collected and graded, an error's too;
 # - an infrastructure error (InfraError, retryable) re-runs the whole item once from scratch
 #   (item_runner.INFRA_RETRIES, the same for every benchmark).
-# Every attempt's tokens and cost are counted in metadata.json.
-MIN_RETRY_BUDGET_S = 1.0  # a retry with less budget left than this is not started
+# Every attempt's tokens and cost are counted in metadata.json. The budget, its retry minimum and every other
+# time limit of an instance are its Deadline's (items.new_deadline, made once per item).
 
 
 class InstanceRunner(ItemRunner):
@@ -132,7 +133,7 @@ class InstanceRunner(ItemRunner):
 
             self._eval_ahead = EvalContainer(self.eval_client, row, cfg.run_id, {**self.labels, LABEL_INSTANCE:
                                                                        instance.instance_id}, cfg.mem_limit)
-            ctx = AgentContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
+            ctx = AgentContext(instance.instance_id, row, ws, work, cfg.model, new_deadline(cfg))
             if self.gateway is not None:
                 address = ws.address(cfg.network)  # the token works from this sandbox only
                 ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance.instance_id, row, ctx.workdir,
@@ -301,31 +302,28 @@ class InstanceRunner(ItemRunner):
     def _agent_phase(self, ctx: AgentContext, prompt: str, result: InstanceResult) -> AgentRun:
         """Attempts until one does not end in a harness error, --retries allows no more, or the budget is
         spent. Each attempt gets what is left of the agent budget (its harness's wrapper adds grace_s)."""
-        budget, started = ctx.budget_s, time.monotonic()
+        deadline, started = ctx.deadline, time.monotonic()
         attempts: list[dict] = []
         run = AgentRun("error")  # replaced by the first attempt
         for attempt in range(1 + max(0, self.config.retries)):
-            left = budget - (time.monotonic() - started)
-            if attempt and left < MIN_RETRY_BUDGET_S:
+            if attempt and not deadline.retry_allowed(started):
                 break
             result.attempts = attempt + 1
             if attempt:  # a retry starts from the prepared tree, not from the failed attempt's edits
                 reset_tree(ctx.workspace, ctx.row["base_commit"], ctx.workdir)
             before, t = self._usage_now(ctx), time.monotonic()
             # a retry's harness gets what is left when it starts (its reset and set-up count against it)
-            run = self._attempt(ctx, prompt, started + budget if attempt else None)
-            attempts.append(self._attempt_record(ctx, attempt + 1, run, ctx.budget_s, time.monotonic() - t, before))
+            run, ran = self._attempt(ctx, prompt, started if attempt else None)
+            attempts.append(self._attempt_record(ctx, attempt + 1, run, ran.budget_s, time.monotonic() - t, before))
             if run.finish_reason != "error":
                 break
-        ctx.budget_s = budget
         if len(attempts) > 1:  # the harness's own counts summed over the attempts, and each attempt's figures
             run.harness_usage = _sum_numbers([a["harness_usage"] for a in attempts])
             run.harness_usage["attempts"] = attempts
         return run
 
-    def _attempt(self, ctx: AgentContext, prompt: str, deadline: float | None = None) -> AgentRun:
-        return run_agent(self.harness, ctx, prompt, self.config.disk_limit, deadline=deadline,
-                         min_budget_s=MIN_RETRY_BUDGET_S)
+    def _attempt(self, ctx: AgentContext, prompt: str, since: float | None = None) -> tuple[AgentRun, AgentContext]:
+        return run_attempt(self.harness, ctx, prompt, self.config.disk_limit, since=since)
 
     def _usage_now(self, ctx: AgentContext):
         """The gateway's count for the instance so far (a peek; None without a gateway)."""

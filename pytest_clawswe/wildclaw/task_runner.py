@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, InfraError, Workspace
@@ -19,6 +18,7 @@ from pytest_clawswe.run.item_runner import ItemRunner
 from pytest_clawswe.usage import Usage
 from pytest_clawswe.wildclaw import fixtures, grader, transcript
 from pytest_clawswe.wildclaw import task_container as agent
+from pytest_clawswe.wildclaw.items import new_deadline
 from pytest_clawswe.wildclaw.options import WildOptions
 from pytest_clawswe.wildclaw.results import FAILED, PASSED, RESULT, TaskResult, task_dir, task_score, write_task_files
 from pytest_clawswe.wildclaw.services import plan as services
@@ -83,9 +83,8 @@ class TaskRunner(ItemRunner):
 
     def run_phases(self, task: Task, work: Path, result: TaskResult) -> None:
         cfg, timings = self.config, result.timings
-        # --budget-factor: the agent's budget and the budget its prompt states (result.json keeps the task's own)
-        task = replace(task, timeout_seconds=self.options.budget(task.timeout_seconds))
-        result.budget_s = task.timeout_seconds
+        deadline = new_deadline(self.options, task)
+        result.budget_s = deadline.agent_s
         suite = suite_root(self.options.dataset_root)
         ws_dir = suite / task.workspace_path
         if not (ws_dir / "exec").is_dir():
@@ -106,7 +105,7 @@ class TaskRunner(ItemRunner):
         task_image = self.options.task_image or task_image
         timings["images"] = round(time.monotonic() - t, 3)
         self._ensure_harness()
-        prompt = task.full_prompt()
+        prompt = task.full_prompt(deadline.agent_s)
         if self.harness.inline_skills and self.options.skills:
             prompt = agent.inline_skills(task, suite, prompt, self.harness.skill_dirs[0])
         (work / "prompt.txt").write_text(prompt)
@@ -152,7 +151,7 @@ class TaskRunner(ItemRunner):
                 if (ws_dir / "tmp").is_dir():
                     agent.put_tree(ws, ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
                 ws.exec(["chmod", "-R", "u+w", agent.WORKDIR])  # as released: the copy is writable
-                ctx = AgentContext(task.id, {"task": task.id}, ws, work, cfg.model, task.timeout_seconds,
+                ctx = AgentContext(task.id, {"task": task.id}, ws, work, cfg.model, deadline,
                                   workdir=agent.WORKDIR)
                 if self.gateway is not None:
                     ctx.gateway_url, ctx.gateway_token = self.gateway.url, tokens["agent"]
