@@ -18,7 +18,7 @@ from pytest_clawswe.swe.items import MIN_RETRY_BUDGET_S, SETUP_ALLOWANCE_S, new_
 
 PACKAGE = Path(pytest_clawswe.__file__).parent
 # the one attribute named budget_s that is assigned: WildClawBench's result.json records the agent's budget
-RECORDS = {("wildclaw/task_runner.py", "result")}
+RECORDS = {("wildclaw/task_phases.py", "s.result")}
 
 
 def _assigned(attr: str) -> list[tuple[str, int, str]]:
