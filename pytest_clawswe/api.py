@@ -27,7 +27,9 @@ A harness (README, "Adding a harness") subclasses Harness, with its typed Harnes
 
     Harness              the adapter protocol: create_agent, send_task, backup_session, delete_agent, ...
     HarnessOptions       a harness's typed settings (`--harness-option KEY=VALUE`), checked before the run
-    AgentContext         what the adapter gets for one item (its workspace, model, budget, gateway URL and token)
+    AgentContext         what the adapter gets for one item (its workspace, model, deadline, gateway URL and
+                         token); `ctx.deadline` (harness/deadline.Deadline, frozen) holds every time limit,
+                         `ctx.budget_s` stays a read-only view of the attempt's budget for adapters that read it
     AgentRun             what send_task reports (finish reason, output, exit code, the harness's own usage)
     get_harness_class    a harness class by name, `module:Class` or `path.py:Class`
 

@@ -5,7 +5,16 @@ import ast
 from pathlib import Path
 
 import pytest
-from import_graph import LAYER_EXCEPTIONS, LAYERS, MAX_LINES, Graph, installed_benchmark_packages, layers
+from import_graph import (
+    LAYER_EXCEPTIONS,
+    LAYERS,
+    LONG_FUNCTION_EXCEPTIONS,
+    MAX_FUNCTION_LINES,
+    MAX_LINES,
+    Graph,
+    installed_benchmark_packages,
+    layers,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,6 +26,22 @@ def graph() -> Graph:
 
 def test_benchmarks_are_the_installed_entry_points():
     assert installed_benchmark_packages() == ["pytest_clawswe.swe", "pytest_clawswe.wildclaw"]
+
+
+def test_no_function_over_60_lines(graph):
+    """A function a newcomer reads in one screen: none over MAX_FUNCTION_LINES but the allow-listed few, each
+    with its reason (tests/import_graph.py)."""
+    long = graph.long_function_names(MAX_FUNCTION_LINES)
+    assert [f for f in long if f not in LONG_FUNCTION_EXCEPTIONS] == [], "split these into named steps"
+    assert all(LONG_FUNCTION_EXCEPTIONS.values())
+
+
+def test_a_long_function_is_found(tmp_path):
+    pkg = tmp_path / "pytest_clawswe"
+    (pkg / "run").mkdir(parents=True)
+    (pkg / "run" / "a.py").write_text("def long():\n" + "    x = 1\n" * MAX_FUNCTION_LINES + "\n\ndef short():\n"
+                                      "    return 1\n")
+    assert Graph.read(tmp_path).long_function_names(MAX_FUNCTION_LINES) == ["pytest_clawswe.run.a.long"]
 
 
 def test_no_import_cycle(graph):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_clawswe.errors import HarnessError
+from pytest_clawswe.harness.deadline import Deadline
 
 if TYPE_CHECKING:
     from pytest_clawswe.engine.workspace import BaseWorkspace
@@ -39,10 +40,22 @@ class AgentContext:
     workspace: BaseWorkspace
     artifacts_dir: Path  # the instance's artifact folder on the host
     model: str
-    budget_s: float  # wall-clock budget of the agent phase
+    # the item's deadline (harness/deadline.py), made once by the runner and never rewritten; a number of seconds
+    # is taken as the deadline of that budget (how AgentContext was made before it held one)
+    deadline: Deadline
     gateway_url: str = ""  # the model gateway as seen from inside the container
     gateway_token: str = ""  # per-instance token; stands in for an API key
     workdir: str = "/testbed"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.deadline, Deadline):
+            self.deadline = Deadline(float(self.deadline))
+
+    @property
+    def budget_s(self) -> float:
+        """The wall-clock budget of this attempt of the agent (read only: `deadline.budget_s`, kept for adapters
+        that read it)."""
+        return self.deadline.budget_s
 
 
 @dataclass

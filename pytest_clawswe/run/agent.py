@@ -7,24 +7,31 @@ read through the engine, and the adapter's delete step, which needs a running co
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from pytest_clawswe.engine.docker_workspace import DiskWatch
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness
 
 
 def run_agent(harness: Harness, ctx: AgentContext, prompt: str, disk_limit: int | None, *,
-              deadline: float | None = None, min_budget_s: float = 1.0,
-              after_create: Callable[[], None] | None = None) -> AgentRun:
-    """One attempt of the agent on `prompt` in ctx.workspace. `deadline` (time.monotonic()): the budget is what is
-    left of it once the agent exists (a retry within the item's budget); `after_create` runs between create and
-    send (a benchmark's last change to the container, e.g. closing the network)."""
+              since: float | None = None, after_create: Callable[[], None] | None = None) -> AgentRun:
+    """One attempt of the agent on `prompt` in ctx.workspace. `since` (time.monotonic()): when the item's agent
+    phase began, for a retry within the item's budget (what is left once the agent exists; the attempt's own
+    AgentContext copy holds it); `after_create` runs between create and send (a benchmark's last change to the
+    container, e.g. closing the network)."""
+    return run_attempt(harness, ctx, prompt, disk_limit, since=since, after_create=after_create)[0]
+
+
+def run_attempt(harness: Harness, ctx: AgentContext, prompt: str, disk_limit: int | None, *,
+                since: float | None = None,
+                after_create: Callable[[], None] | None = None) -> tuple[AgentRun, AgentContext]:
+    """run_agent, and the context the harness ran with (its deadline says the attempt's budget)."""
     harness.create_agent(ctx)
     if after_create is not None:
         after_create()
-    if deadline is not None:
-        ctx.budget_s = max(min_budget_s, deadline - time.monotonic())
+    if since is not None:  # a retry: the item's deadline stays as made; this attempt's copy says what is left
+        ctx = replace(ctx, deadline=ctx.deadline.for_retry(since))
     run = None
     try:
         with DiskWatch(ctx.workspace, disk_limit) as disk:
@@ -42,4 +49,4 @@ def run_agent(harness: Harness, ctx: AgentContext, prompt: str, disk_limit: int 
         finally:
             if ctx.workspace.running():
                 harness.delete_agent(ctx)
-    return run
+    return run, ctx

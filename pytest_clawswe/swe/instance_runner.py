@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from contextlib import ExitStack
 from collections.abc import Callable
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -20,14 +21,16 @@ from pytest_clawswe.engine.workspace import BaseWorkspace
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
-from pytest_clawswe.run.agent import run_agent
+from pytest_clawswe.run.agent import run_attempt
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item_runner import ItemRunner
+from pytest_clawswe.run.phases import run_phases
 from pytest_clawswe.swe.dataset import Instance, load_row
+from pytest_clawswe.swe.instance_phases import InstancePhases, InstanceRun
+from pytest_clawswe.swe.items import new_deadline
 from pytest_clawswe.swe.options import SweOptions
-from pytest_clawswe.swe.patch import collect_patch, reset_tree, scrub_artifacts
-from pytest_clawswe.swe.prepare import cached_prepared_image, check_purged, prepared_image
-from pytest_clawswe.swe.prompt import instance_prompt
+from pytest_clawswe.swe.patch import reset_tree
+from pytest_clawswe.swe.prepare import cached_prepared_image, check_purged
 from pytest_clawswe.swe.results import METADATA, InstanceResult, instance_dir
 from pytest_clawswe.usage import Usage
 
@@ -41,11 +44,11 @@ if TYPE_CHECKING:
 # - whatever the attempts, the last one's patch is collected and graded, an error's too;
 # - an infrastructure error (InfraError, retryable) re-runs the whole item once from scratch
 #   (item_runner.INFRA_RETRIES, the same for every benchmark).
-# Every attempt's tokens and cost are counted in metadata.json.
-MIN_RETRY_BUDGET_S = 1.0  # a retry with less budget left than this is not started
+# Every attempt's tokens and cost are counted in metadata.json. The budget, its retry minimum and every other
+# time limit of an instance are its Deadline's (items.new_deadline, made once per item).
 
 
-class InstanceRunner(ItemRunner):
+class InstanceRunner(InstancePhases, ItemRunner):
     """Claw-SWE-Bench's runner: an instance's folder is instances/<id>/, its result metadata.json."""
 
     RESULT_FILE = METADATA
@@ -102,109 +105,9 @@ class InstanceRunner(ItemRunner):
         self._lease.release()
 
     def run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
-        cfg, timings = self.config, result.timings
-        row = load_row(instance, self.swe.dataset_revision)
-        result.base_commit = row["base_commit"]
-        result.image = row["image"]
-        prompt = instance_prompt(self.harness, row)
-        (work / "prompt.txt").write_text(prompt)
-
-        t = time.monotonic()
-        self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
-        result.images["instance"] = "failed"  # until it is ready: a miss that could not be made
-        result.images["instance"] = self._ensure_image(instance, row)
-        image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], instance.setup_gitignore,
-                                       self.labels, progress=self.progress, purge=self.swe.purge)
-        result.images["prepared"] = "made" if prep_s else "hit"
-        timings["prepare_image"] = round(time.monotonic() - t, 3)
-
-        self._ensure_harness()
-        t = time.monotonic()
-        made_ahead = self._take_ahead(instance, image, timings)
-        ws = made_ahead if made_ahead is not None else self._new_workspace(instance, image)
-        with _RemovedBeside(ws, self._removals, started=made_ahead is not None):
-            timings["container_start"] = round(time.monotonic() - t, 3)
-            result.node = getattr(ws, "node", "")  # a cluster's: the node the scheduler chose
-            t = time.monotonic()
-            if self.swe.purge and made_ahead is None:  # (made ahead: proven there, in this container)
-                check_purged(ws, row["base_commit"])  # proven again on every item, cached image or not
-            timings["purge_check"] = round(time.monotonic() - t, 3)
-
-            # the evaluation's container is made and started while the agent works: off the item's critical path
-            from pytest_clawswe.swe.scoring import EvalContainer
-
-            self._eval_ahead = EvalContainer(self.eval_client, row, cfg.run_id, {**self.labels, LABEL_INSTANCE:
-                                                                       instance.instance_id}, cfg.mem_limit)
-            ctx = AgentContext(instance.instance_id, row, ws, work, cfg.model, cfg.budget_s)
-            if self.gateway is not None:
-                address = ws.address(cfg.network)  # the token works from this sandbox only
-                ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance.instance_id, row, ctx.workdir,
-                                                                           address=address)
-            self._start_ahead()  # the next item's container, while this agent works
-            t = time.monotonic()
-            try:
-                run = self._agent_phase(ctx, prompt, result)
-            finally:
-                timings["agent"] = round(time.monotonic() - t, 3)
-                if self.gateway is not None:  # counted even when the agent phase blew up
-                    result.usage = self.gateway.usage(instance.instance_id)
-                result.cost_usd = self.prices.cost_usd(result.usage, cfg.model)
-            (work / "agent.log").write_text(run.output)
-            if self.ahead is not None:  # the agent ended sooner than after_s: now, while the patch is read and graded
-                self.ahead.hurry()
-            result.finish_reason = run.finish_reason
-            provider_end: str | InfraError | None = None
-            if self.gateway is not None:  # raised below, once the patch is saved: a provider failure is no verdict
-                try:
-                    provider_end = self.provider_outcome(self.gateway.records.pop(instance.instance_id, []), result)
-                except InfraError as exc:
-                    provider_end = exc
-                if isinstance(provider_end, str):
-                    result.finish_reason = provider_end
-            result.harness_usage = run.harness_usage
-            # e.g. bare: "the diff did not apply"; the disk watch: how much the agent wrote
-            if run.message and run.finish_reason in ("error", "stop", "disk_limit"):
-                result.error = run.message
-            if result.finish_reason == "cost_limit":
-                result.error = f"stopped: the instance reached --max-instance-cost ${self.config.max_instance_cost:g}"
-
-
-            t = time.monotonic()
-            ws.kill_all()  # again: backup_session and delete_agent ran the adapter's own commands
-            for path in self.harness.workspace_artifacts:
-                ws.copy_out(f"{ctx.workdir}/{path}", work / "workspace_artifacts")
-            scrub_artifacts(ws, self.harness.workspace_artifacts, ctx.workdir, row["base_commit"])
-            patch = collect_patch(ws, row["base_commit"], ctx.workdir, gitignore=instance.setup_gitignore)
-            timings["patch"] = round(time.monotonic() - t, 3)
-            t = time.monotonic()
-        timings["container_remove"] = round(time.monotonic() - t, 3)
-        (work / "patch.raw.diff").write_text(patch.raw)
-        (work / "patch.diff").write_text(patch.clean)
-        if patch.dropped:
-            (work / "patch.dropped.txt").write_text("\n".join(patch.dropped) + "\n")
-        result.patch_lines = patch.changed_lines
-        if patch.timed_out and not result.error:
-            result.error = patch.dropped[0]
-        if patch.is_empty and result.finish_reason == "stop":
-            result.finish_reason = "empty"
-        if isinstance(provider_end, InfraError):
-            result.finish_reason = "provider_error"
-            raise provider_end
-
-        from pytest_clawswe.swe.scoring import score  # swebench takes a second to import: only items that run pay it
-
-        t = time.monotonic()
-        graded = score(self.eval_client, row, patch.clean, run_id=cfg.run_id, model_label=cfg.model_label,
-                       eval_dir=work / "eval", labels={**self.labels, LABEL_INSTANCE: instance.instance_id},
-                       timeout=self.swe.eval_timeout_s, mem_limit=cfg.mem_limit, ahead=self._eval_ahead)
-        timings["score"] = round(time.monotonic() - t, 3)
-        result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
-        if self.health is not None:  # the tests-flip check: the failing PASS_TO_PASS tests against the base commit
-            from pytest_clawswe.swe.health_marks import check_tests
-
-            check_tests(result, row, graded.report, self.health)
-        if graded.message and not result.error:
-            result.error = graded.message if graded.outcome != "resolved" else ""
+        with ExitStack() as stack:  # the agent's sandbox goes on every path out (instance_phases.py)
+            run_phases(self.phases(), InstanceRun(instance, work, result, stack, new_deadline(self.config, self.swe.eval_timeout_s)),
+                       result.timings)
 
     def _sandbox(self, instance: Instance, image: str) -> dict:
         """Everything the agent's sandbox for `instance` is made of (the workspace factory's arguments)."""
@@ -304,31 +207,28 @@ class InstanceRunner(ItemRunner):
     def _agent_phase(self, ctx: AgentContext, prompt: str, result: InstanceResult) -> AgentRun:
         """Attempts until one does not end in a harness error, --retries allows no more, or the budget is
         spent. Each attempt gets what is left of the agent budget (its harness's wrapper adds grace_s)."""
-        budget, started = ctx.budget_s, time.monotonic()
+        deadline, started = ctx.deadline, time.monotonic()
         attempts: list[dict] = []
         run = AgentRun("error")  # replaced by the first attempt
         for attempt in range(1 + max(0, self.config.retries)):
-            left = budget - (time.monotonic() - started)
-            if attempt and left < MIN_RETRY_BUDGET_S:
+            if attempt and not deadline.retry_allowed(started):
                 break
             result.attempts = attempt + 1
             if attempt:  # a retry starts from the prepared tree, not from the failed attempt's edits
                 reset_tree(ctx.workspace, ctx.row["base_commit"], ctx.workdir)
             before, t = self._usage_now(ctx), time.monotonic()
             # a retry's harness gets what is left when it starts (its reset and set-up count against it)
-            run = self._attempt(ctx, prompt, started + budget if attempt else None)
-            attempts.append(self._attempt_record(ctx, attempt + 1, run, ctx.budget_s, time.monotonic() - t, before))
+            run, ran = self._attempt(ctx, prompt, started if attempt else None)
+            attempts.append(self._attempt_record(ctx, attempt + 1, run, ran.budget_s, time.monotonic() - t, before))
             if run.finish_reason != "error":
                 break
-        ctx.budget_s = budget
         if len(attempts) > 1:  # the harness's own counts summed over the attempts, and each attempt's figures
             run.harness_usage = _sum_numbers([a["harness_usage"] for a in attempts])
             run.harness_usage["attempts"] = attempts
         return run
 
-    def _attempt(self, ctx: AgentContext, prompt: str, deadline: float | None = None) -> AgentRun:
-        return run_agent(self.harness, ctx, prompt, self.config.disk_limit, deadline=deadline,
-                         min_budget_s=MIN_RETRY_BUDGET_S)
+    def _attempt(self, ctx: AgentContext, prompt: str, since: float | None = None) -> tuple[AgentRun, AgentContext]:
+        return run_attempt(self.harness, ctx, prompt, self.config.disk_limit, since=since)
 
     def _usage_now(self, ctx: AgentContext):
         """The gateway's count for the instance so far (a peek; None without a gateway)."""
@@ -347,22 +247,6 @@ class InstanceRunner(ItemRunner):
             record["usage"] = asdict(spent)
             record["cost_usd"] = self.prices.cost_usd(spent, self.config.model)
         return record
-
-
-class _RemovedBeside:
-    """The agent's workspace, started on entry and removed on exit in a thread (joined when the item ends): the
-    removal runs beside the evaluation, off the item's critical path."""
-
-    def __init__(self, ws: BaseWorkspace, pending: list[threading.Thread], started: bool = False):
-        self.ws, self.pending, self.started = ws, pending, started
-
-    def __enter__(self) -> BaseWorkspace:
-        return self.ws if self.started else self.ws.start()
-
-    def __exit__(self, *exc) -> None:
-        removal = threading.Thread(target=self.ws.remove, name="clawswe-workspace-remove", daemon=True)
-        removal.start()
-        self.pending.append(removal)
 
 
 def _join_eval_removals() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_clawswe.errors import Verdict
+from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.run.benchmark import Benchmark
 from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
 from pytest_clawswe.swe.dataset import Instance, language_marker
@@ -16,6 +17,15 @@ from pytest_clawswe.swe.results import RESOLVED, InstanceResult
 
 # Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
 SETUP_ALLOWANCE_S = 1200
+MIN_RETRY_BUDGET_S = 1.0  # a retry with less budget left than this is not started (instance_runner's retry policy)
+
+
+def new_deadline(cfg, eval_timeout_s: float) -> Deadline:
+    """An instance's deadline (harness/deadline.py), the one place its time limits are computed: made once per
+    item by InstanceRunner, read by the agent phase and its retries and the harness's wrapper; the item's hard
+    stop below is the same function's."""
+    return Deadline(cfg.budget_s, setup_s=SETUP_ALLOWANCE_S, grade_s=eval_timeout_s,
+                    retry_min_s=MIN_RETRY_BUDGET_S)
 
 
 class DatasetCollector(BenchmarkCollector):
@@ -62,7 +72,7 @@ class InstanceItem(BenchmarkItem):
         cfg = self.config.stash.get(RUN_KEY, None)
         if cfg is not None:
             # the hard stop of the whole item; the agent's own budget ends earlier inside it
-            self.hard_timeout(cfg.budget_s + eval_timeout_s + SETUP_ALLOWANCE_S)
+            self.hard_timeout(new_deadline(cfg, eval_timeout_s).hard_s())
 
     def runtest(self) -> None:
         from pytest_clawswe.swe.summary import instance_properties

@@ -209,6 +209,11 @@ def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_
     if made is not None and made.lost:  # whatever it says, it is not the whole test output
         raise InfraError(f"the evaluation's test output of {iid} came back without its beginning (the engine's "
                          f"stream cut it): not graded, the item is retried (see {eval_dir / LOG_TEST_OUTPUT})")
+    return _verdict(iid, result, eval_dir, timeout)
+
+
+def _verdict(iid: str, result, eval_dir: Path, timeout: float | None) -> Score:
+    """The Score of swebench's run_instance `result` (None: it gave no report), read with its logs in eval_dir."""
     log_text = _read(eval_dir / LOG_INSTANCE)
     if result is None:
         if APPLY_PATCH_FAIL in log_text:
@@ -234,7 +239,6 @@ def score(client, row: dict, patch: str, *, run_id: str, model_label: str, eval_
     if entry.get("resolved"):
         return Score(RESOLVED, True, True, "", report)
     return Score(UNRESOLVED, False, True, _failing_tests(entry), report)
-
 
 def _failing_tests(entry: dict) -> str:
     status = entry.get("tests_status") or {}

@@ -99,25 +99,7 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
     make = how.workspace_factory or partial(Workspace, how.client)
     with make(how.image, labels=how.labels, mem_limit=how.mem_limit, pids_limit=how.pids_limit,
               network=network, environment=env, read_only={str(workspace / "exec"): APP}) as ws:
-        manifest = world.restore(ws, folder / "world", skip=[WORKDIR])
-        put_tree(ws, folder / "snapshot" / "tmp_workspace", WORKDIR)
-        ws.exec(["rm", "-rf", GT])  # an agent's gt/ is not the task's
-        if (workspace / "gt").is_dir():
-            put_tree(ws, workspace / "gt", GT)
-        dropped = world.drop_links_into(ws, manifest, [GT, INNER])
-        if dropped:
-            notes.append(f"{len(dropped)} symlink(s) the agent left outside /tmp_workspace resolved into gt/ or our "
-                         f"files and were not given to the grader: {', '.join(dropped[:5])}")
-        ws.write_file(SESSION_PATH, (folder / "transcript.jsonl").read_bytes())
-        ws.write_file(f"{INNER}/automated_checks.py", (folder / GRADER_CODE).read_bytes())
-        ws.write_file(f"{INNER}/grade_main.py", GRADE_MAIN.read_bytes())
-        for name, path in (("snapshot-links.json", folder / LINKS_FILE), ("world.json", folder / "world" / world.WORLD_FILE)):
-            if path.is_file():  # what the snapshot and the world left out, for a grader that wants to know
-                ws.write_file(f"{INNER}/{name}", path.read_bytes())
-        if (folder / "audit").is_dir():  # GET localhost:91xx/<svc>/audit, served from the log
-            from pytest_clawswe.wildclaw.services.sidecar import start_replay
-
-            start_replay(ws, folder / "audit")
+        _put_inputs(ws, folder, workspace, notes)
         cmd = ["python3", "-I", "-S", f"{INNER}/grade_main.py", f"{INNER}/automated_checks.py", SESSION_PATH]
         try:
             done = ws.exec(cmd, workdir=WORKDIR, timeout=how.timeout_s)
@@ -141,6 +123,30 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
     if not out.get("ok"):
         raise GradeError(f"{task_id}: grade() failed: {out.get('error')}")
     return out["result"], notes
+
+
+def _put_inputs(ws, folder: Path, workspace: Path, notes: list[str]) -> None:
+    """Everything grade() reads into the grader's sandbox: the agent's world and tree, the task's gt/, the
+    transcript, the grader's code, the snapshot's and world's notes, the services' audit (served again)."""
+    manifest = world.restore(ws, folder / "world", skip=[WORKDIR])
+    put_tree(ws, folder / "snapshot" / "tmp_workspace", WORKDIR)
+    ws.exec(["rm", "-rf", GT])  # an agent's gt/ is not the task's
+    if (workspace / "gt").is_dir():
+        put_tree(ws, workspace / "gt", GT)
+    dropped = world.drop_links_into(ws, manifest, [GT, INNER])
+    if dropped:
+        notes.append(f"{len(dropped)} symlink(s) the agent left outside /tmp_workspace resolved into gt/ or our "
+                     f"files and were not given to the grader: {', '.join(dropped[:5])}")
+    ws.write_file(SESSION_PATH, (folder / "transcript.jsonl").read_bytes())
+    ws.write_file(f"{INNER}/automated_checks.py", (folder / GRADER_CODE).read_bytes())
+    ws.write_file(f"{INNER}/grade_main.py", GRADE_MAIN.read_bytes())
+    for name, path in (("snapshot-links.json", folder / LINKS_FILE), ("world.json", folder / "world" / world.WORLD_FILE)):
+        if path.is_file():  # what the snapshot and the world left out, for a grader that wants to know
+            ws.write_file(f"{INNER}/{name}", path.read_bytes())
+    if (folder / "audit").is_dir():  # GET localhost:91xx/<svc>/audit, served from the log
+        from pytest_clawswe.wildclaw.services.sidecar import start_replay
+
+        start_replay(ws, folder / "audit")
 
 
 def read_frame(output: str) -> dict | None:

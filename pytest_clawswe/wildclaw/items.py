@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.errors import Verdict
+from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
 from pytest_clawswe.wildclaw.results import PASSED, TaskResult
 from pytest_clawswe.wildclaw.taskfile import MODALITIES, Task, TaskFileError, parse_task, task_files
@@ -17,6 +18,14 @@ from pytest_clawswe.wildclaw.taskfile import MODALITIES, Task, TaskFileError, pa
 CATEGORY_MARKERS = {"productivity": "Productivity Flow", "code": "Code Intelligence", "social": "Social Interaction",
                     "search": "Search & Retrieval", "creative": "Creative Synthesis", "safety": "Safety Alignment"}
 SETUP_ALLOWANCE_S = 900  # image builds and container starts on top of the task budget and grading
+
+
+def new_deadline(options, task: Task) -> Deadline:
+    """A task's deadline (harness/deadline.py), the one place its time limits are computed: the agent's budget is
+    the task's own timeout_seconds scaled by --budget-factor (what its prompt states too; result.json keeps the
+    task's own). Made once per task by TaskRunner, read by the agent phase and the harness's wrapper; the item's
+    hard stop below is the same function's. One attempt: a task changes its world, a retry would start dirty."""
+    return Deadline(options.budget(task.timeout_seconds), setup_s=SETUP_ALLOWANCE_S, grade_s=options.grade_timeout_s)
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -74,7 +83,7 @@ class TaskItem(BenchmarkItem):
         opts = getattr(self.parent, "options", None)
         if opts is not None:
             # the agent's budget is the task's, scaled by --budget-factor: a factor above 1 must not meet the backstop
-            self.hard_timeout(opts.budget(task.timeout_seconds) + opts.grade_timeout_s + SETUP_ALLOWANCE_S)
+            self.hard_timeout(new_deadline(opts, task).hard_s())
 
     def runtest(self) -> None:
         r = self.result

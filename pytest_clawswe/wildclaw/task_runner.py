@@ -9,26 +9,26 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import replace
+from contextlib import ExitStack
 from pathlib import Path
 
-from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, InfraError, Workspace
-from pytest_clawswe.harness.adapter import AgentContext
+from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, Workspace
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item_runner import ItemRunner
+from pytest_clawswe.run.phases import run_phases
 from pytest_clawswe.usage import Usage
-from pytest_clawswe.wildclaw import fixtures, grader, transcript
-from pytest_clawswe.wildclaw import task_container as agent
+from pytest_clawswe.wildclaw import fixtures, grader
+from pytest_clawswe.wildclaw.items import new_deadline
 from pytest_clawswe.wildclaw.options import WildOptions
+from pytest_clawswe.wildclaw.task_phases import TaskPhases, TaskRun
 from pytest_clawswe.wildclaw.results import FAILED, PASSED, RESULT, TaskResult, task_dir, task_score, write_task_files
-from pytest_clawswe.wildclaw.services import plan as services
-from pytest_clawswe.wildclaw.taskfile import Task, suite_root
+from pytest_clawswe.wildclaw.taskfile import Task
 
 OPENROUTER_VARS = ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL")
 JUDGE_DEFAULT_NOTE = "the scripted judge answered"  # how a warning about the scripted judge's default begins
 
 
-class TaskRunner(ItemRunner):
+class TaskRunner(TaskPhases, ItemRunner):
     """WildClawBench's runner: a task's folder is tasks/<id>/, its result result.json (with score.json and
     usage.json beside it)."""
 
@@ -82,133 +82,9 @@ class TaskRunner(ItemRunner):
                           pass_score=self.options.pass_score, timeout_seconds=task.timeout_seconds)
 
     def run_phases(self, task: Task, work: Path, result: TaskResult) -> None:
-        cfg, timings = self.config, result.timings
-        # --budget-factor: the agent's budget and the budget its prompt states (result.json keeps the task's own)
-        task = replace(task, timeout_seconds=self.options.budget(task.timeout_seconds))
-        result.budget_s = task.timeout_seconds
-        suite = suite_root(self.options.dataset_root)
-        ws_dir = suite / task.workspace_path
-        if not (ws_dir / "exec").is_dir():
-            raise agent.TaskSetupError(f"{task.id}: its workspace {ws_dir} has no exec/ folder; download the suite's "
-                                       "workspace/ next to tasks/ (or make stand-ins: clawswe wildclaw standin)")
-        # as released: warned, and the task goes on; --no-skills: none is copied, none is missing
-        result.warnings = agent.missing_skills(task, suite) if self.options.skills else []
-        try:
-            found = fixtures.for_task(task.id, ws_dir, self.options.scripted_fixtures)
-        except fixtures.FixtureError as exc:
-            raise agent.TaskSetupError(f"{task.id}: {exc}") from None
-        t = time.monotonic()
-        if self._images is None:
-            from pytest_clawswe.wildclaw.task_images import ensure_images
-
-            self._images = ensure_images(self.client, self.progress)
-        task_image, grader_image = self._images
-        task_image = self.options.task_image or task_image
-        timings["images"] = round(time.monotonic() - t, 3)
-        self._ensure_harness()
-        prompt = task.full_prompt()
-        if self.harness.inline_skills and self.options.skills:
-            prompt = agent.inline_skills(task, suite, prompt, self.harness.skill_dirs[0])
-        (work / "prompt.txt").write_text(prompt)
-
-        # tokens first: the task's OPENROUTER_* variables must exist when the container starts
-        tokens = {}
-        if self.gateway is not None:
-            scripted = None
-            if cfg.model.startswith("scripted/"):
-                scripted = {"solution": found.solution, "workdir": agent.WORKDIR}
-            try:
-                tokens["agent"] = self._register(task.id, cfg.model, scripted)
-                tool_model, tool_script = cfg.model, None
-                if scripted is not None:  # the agent's own model calls: the task's vision fixtures, or the default
-                    tool_model, tool_script = "scripted/vision", {"fixtures": found.vision}
-                tokens["tools"] = self._register(f"{task.id}.tools", tool_model, tool_script)
-            except ValueError as exc:
-                hint = ("; give it a behaviour in --scripted-fixtures DIR/<task id>/solve.sh"
-                        if "reference solution" in str(exc) else "")
-                raise agent.TaskSetupError(f"{task.id}: the gateway refused the model: {exc}{hint}") from None
-        env = self._task_env(task, tokens.get("tools", ""))
-        docker_args = self.harness.get_docker_args(task.id)
-        docker_args["environment"] = {**docker_args.get("environment", {}), **env}
-        labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "agent"}
-        plan = services.plan(task, ws_dir)  # before any container: a wrong config is one sentence
-        result.warmup_moved = plan.moved
-        # warmup lines may reach package registries: on a locked run they run on the open bridge, the agent never
-        # does (the internet network reaches them already)
-        locked = cfg.network_mode == "locked" and cfg.network not in (None, "none")
-        first_network = "bridge" if plan.warmup and locked else cfg.network
-        t = time.monotonic()
-        ws = self.workspace_factory(task_image, labels=labels, mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit,
-                                    network=first_network, read_only={str(ws_dir / "exec"): grader.APP}, **docker_args)
-        services.declare(self.client, ws, plan, self.progress)  # a pod's services container, before it starts
-        with ws:
-            result.node = getattr(ws, "node", "")
-            # services first: their ports are theirs before any process of the task could bind them
-            car = services.start(self.client, ws, plan, work / services.AUDIT_DIR, labels, self.progress)
-            if car is not None:
-                timings["services"] = round(car.start_seconds, 3)
-            try:
-                agent.put_tree(ws, ws_dir / "exec", agent.WORKDIR)
-                if (ws_dir / "tmp").is_dir():
-                    agent.put_tree(ws, ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
-                ws.exec(["chmod", "-R", "u+w", agent.WORKDIR])  # as released: the copy is writable
-                ctx = AgentContext(task.id, {"task": task.id}, ws, work, cfg.model, task.timeout_seconds,
-                                  workdir=agent.WORKDIR)
-                if self.gateway is not None:
-                    ctx.gateway_url, ctx.gateway_token = self.gateway.url, tokens["agent"]
-                agent.run_warmup(ws, task, plan.warmup)
-                if first_network != cfg.network:
-                    agent.lock_network(self.client, ws, cfg.network)
-                timings["setup"] = round(time.monotonic() - t, 3)
-
-                t = time.monotonic()
-                try:  # skills after create_agent, which resets the harness's state folder
-                    skills = (lambda: agent.copy_skills(ws, task, suite, cfg.harness_name)) if self.options.skills \
-                        else None
-                    run = agent.agent_phase(self.harness, ctx, prompt, cfg.disk_limit, after_create=skills)
-                finally:
-                    if car is not None:  # the audit is complete: no process of the agent is left to call
-                        services.stop(car)
-                    timings["agent"] = round(time.monotonic() - t, 3)
-                    agent_records: list[dict] = []
-                    if "agent" in tokens:
-                        usage, agent_records = self._usage(tokens.pop("agent"))
-                        tool_usage, _ = self._usage(tokens.pop("tools"))
-                        result.usage, result.tool_usage = vars(usage), vars(tool_usage)
-                        if cfg.model.startswith("scripted/") and found.vision_default and tool_usage.requests:
-                            result.warnings.append(f"the scripted vision default answered {tool_usage.requests} of the "
-                                                   "agent's own model call(s) (no vision.json for this task)")
-                        result.cost_usd = self.prices.cost_usd(usage + tool_usage, cfg.model)
-                # empty when the agent deleted the harness's output files in its container: say so
-                (work / "agent.log").write_text(run.output or f"(no harness output was left: {run.message or run.finish_reason})\n")
-                result.finish_reason, result.harness_usage = run.finish_reason, run.harness_usage
-                if run.message and run.finish_reason in ("error", "disk_limit"):
-                    result.error = run.message
-                if self.gateway is not None:  # the same rule as Claw-SWE-Bench's (provider.py): raises an error
-                    try:
-                        result.finish_reason = self.provider_outcome(agent_records, result) or result.finish_reason
-                    except InfraError as exc:  # its sentence, not the harness's exit message
-                        result.finish_reason, result.error = "provider_error", str(exc)
-                        raise
-                t = time.monotonic()
-                agent.keep_snapshot(ws, work, result.warnings)
-                timings["snapshot"] = round(time.monotonic() - t, 3)
-                t = time.monotonic()
-                agent.keep_world(ws, work, result.warnings)
-                timings["world"] = round(time.monotonic() - t, 3)
-            finally:
-                if car is not None:  # on every path out, before the agent's container goes (a no-op if done)
-                    services.stop(car)
-        # the agent's container is gone: nothing it started can touch what follows. The transcript is the
-        # gateway's record of the agent's calls (the trajectory's record), not anything the agent wrote
-        messages: list[dict] = []
-        if self.gateway is not None:
-            calls = transcript.recorded_calls(self.gateway.state_dir, task.id, agent_records)
-            messages, notes = transcript.from_calls(calls)
-            result.warnings += notes
-        (work / "transcript.jsonl").write_text(transcript.to_jsonl(transcript.session_lines(messages)))
-        grader.keep_grading_inputs(work, task, ws_dir)
-        self.grade_and_score(task, found, work, grader_image, result)
+        with ExitStack() as stack:  # the task's container and its services go on every path out (task_phases.py)
+            run_phases(self.phases(), TaskRun(task, work, result, stack, new_deadline(self.options, task)),
+                       result.timings)
 
     def grade_and_score(self, task: Task, found: fixtures.Fixtures, work: Path, image: str, result: TaskResult) -> None:
         """Grade the task from its folder `work` (what grade_folder reads) into `result`: scores, overall_score,

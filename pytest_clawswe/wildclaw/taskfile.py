@@ -64,9 +64,11 @@ class Task:
     def modality_marker(self) -> str:
         return self.modality.replace("-", "_")
 
-    def full_prompt(self) -> str:
-        """The prompt the agent gets: the released prefix with this task's budget, then the task."""
-        budget = int(self.timeout_seconds) if float(self.timeout_seconds).is_integer() else self.timeout_seconds
+    def full_prompt(self, budget_s: float | None = None) -> str:
+        """The prompt the agent gets: the released prefix with the agent's budget (`budget_s`, e.g. scaled by
+        --budget-factor; this task's own timeout_seconds by default), then the task."""
+        seconds = self.timeout_seconds if budget_s is None else budget_s
+        budget = int(seconds) if float(seconds).is_integer() else seconds
         return PROMPT_PREFIX.format(timeout_seconds=budget) + PROMPT_JOIN + self.prompt
 
 

@@ -152,15 +152,14 @@ class BundledHarness(Harness):
         """Run argv in the workdir until it exits or budget + grace_s ends it (then every process in the
         container is killed); "{prompt}" in argv stands for the prompt's exact bytes, "{prompt_file}" for the
         file holding them. stdout and stderr are kept apart (JSON output parses cleanly)."""
-        self._run_budget_s = ctx.budget_s
-        return run_headless(ctx, self.agent_home, argv, env or {}, prompt, timeout=ctx.budget_s + self.grace_s)
-
-    _run_budget_s: float | None = None
+        return run_headless(ctx, self.agent_home, argv, env or {}, prompt,
+                            timeout=ctx.deadline.agent_timeout(self.grace_s))
 
     def finish(self, result: ExecResult, stdout: str, stderr: str, usage: dict | None = None,
-               failed: str = "", name: str = "") -> AgentRun:
+               failed: str = "", name: str = "", *, ctx: AgentContext | None = None) -> AgentRun:
+        """`ctx`: the attempt's context, whose budget tells the harness's own timeout from a failure."""
         run = finish(name or self.name, result, stdout, stderr, usage or {}, failed)
-        if run.finish_reason == "error" and self._run_budget_s is not None and result.seconds >= self._run_budget_s:
+        if run.finish_reason == "error" and ctx is not None and result.seconds >= ctx.deadline.budget_s:
             # the harness's own timeout (set to the budget) ended it within the grace period: a timeout
             run = AgentRun("timeout", run.output, run.exit_code, run.harness_usage,
                            f"{name or self.name} stopped itself at the budget ({run.message})"[:300])

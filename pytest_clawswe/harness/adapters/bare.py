@@ -70,7 +70,7 @@ class BareHarness(OpenClawHarness):
     def send_task(self, ctx: AgentContext, prompt: str) -> AgentRun:
         result, stdout, stderr, data = self.run_openclaw(ctx, prompt)
         usage = harness_usage(data)
-        run = self.finish(result, stdout, stderr, usage, failure(data), name="openclaw")
+        run = self.finish(result, stdout, stderr, usage, failure(data), name="openclaw", ctx=ctx)
         if run.finish_reason != "stop":
             return run  # a timeout or an error: no answer to apply (an error is retried only under --retries)
         answer = final_text(data)

@@ -78,7 +78,7 @@ class ClaudeCodeHarness(BundledHarness):
             argv += ["--max-turns", str(self.opts.max_turns)]
         result, stdout, stderr = self.run(ctx, argv, self.env(ctx), prompt)
         data = parse_json(stdout)
-        return self.finish(result, stdout, stderr, harness_usage(data), failure(data), name="claude")
+        return self.finish(result, stdout, stderr, harness_usage(data), failure(data), name="claude", ctx=ctx)
 
     def backup_session(self, ctx: AgentContext, dest: Path) -> None:
         # transcripts and the CLI output; .claude.json holds no key (the key came from the environment)

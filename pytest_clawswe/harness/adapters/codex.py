@@ -94,7 +94,7 @@ class CodexHarness(BundledHarness):
         env = {"CODEX_HOME": self.agent_home, TOKEN_ENV: ctx.gateway_token}
         result, stdout, stderr = self.run(ctx, argv, env, prompt)
         events = parse_jsonl(stdout)
-        return self.finish(result, stdout, stderr, harness_usage(events), failure(events))
+        return self.finish(result, stdout, stderr, harness_usage(events), failure(events), ctx=ctx)
 
     def backup_session(self, ctx: AgentContext, dest: Path) -> None:
         # the transcript (rollout JSONL), the config (no token: env_key names a variable) and the CLI output;

@@ -89,7 +89,7 @@ class GenericAgentHarness(BundledHarness):
             failed = "GenericAgent's model call failed (see agent.log)"
         elif not result.timed_out and result.exit_code == 0 and "[clawswe] task done" not in stdout:
             failed = "GenericAgent stopped before finishing its task"
-        return self.finish(result, stdout, stderr, self._usage(stdout), failed, name="GenericAgent")
+        return self.finish(result, stdout, stderr, self._usage(stdout), failed, name="GenericAgent", ctx=ctx)
 
     @staticmethod
     def _usage(output: str) -> dict:

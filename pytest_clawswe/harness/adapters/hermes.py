@@ -92,7 +92,7 @@ class HermesHarness(BundledHarness):
 
     def send_task(self, ctx: AgentContext, prompt: str) -> AgentRun:
         result, stdout, stderr = self.run(ctx, self.argv(ctx), {"HERMES_HOME": HOME}, prompt)
-        return self.finish(result, stdout, stderr, self._usage(ctx))
+        return self.finish(result, stdout, stderr, self._usage(ctx), ctx=ctx)
 
     def _usage(self, ctx: AgentContext) -> dict:
         python = f"{self.home}/python/bin/python3"

@@ -69,7 +69,7 @@ class MiniSweAgentHarness(BundledHarness):
         failed = ""
         if not result.timed_out and result.exit_code == 0 and status not in FINISHED:
             failed = f"mini-swe-agent ended with exit status {status or 'unknown (no trajectory)'}"
-        return self.finish(result, stdout, stderr, usage, failed)
+        return self.finish(result, stdout, stderr, usage, failed, ctx=ctx)
 
     def _trajectory(self, ctx: AgentContext) -> tuple[dict, str]:
         raw = ctx.workspace.read_file(TRAJECTORY)

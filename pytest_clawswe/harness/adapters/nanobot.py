@@ -65,7 +65,7 @@ class NanobotHarness(BundledHarness):
         usage, model_error = self._session(ctx)
         # nanobot exits 0 when the model call fails: it prints "Error: ..." and persists a placeholder reply
         failed = "nanobot's model call failed (see agent.log)" if model_error else ""
-        return self.finish(result, stdout, stderr, usage, failed)
+        return self.finish(result, stdout, stderr, usage, failed, ctx=ctx)
 
     def _session(self, ctx: AgentContext) -> tuple[dict, bool]:
         """(usage from the session's metadata line, whether its last reply is nanobot's model-error placeholder)"""

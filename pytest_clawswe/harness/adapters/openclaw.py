@@ -21,7 +21,6 @@ released version fell back to the embedded agent by itself). Its JSON result giv
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -148,7 +147,7 @@ class OpenClawHarness(BundledHarness):
             ["--message-file", "{prompt_file}"]
         # openclaw's own timeout is the budget; the wrapper kills it grace_s later
         return [self.bin("openclaw"), "agent", "--agent", self.agent_id(ctx), *message,
-                "--timeout", str(max(1, math.ceil(ctx.budget_s))), "--json", "--local"]
+                "--timeout", str(ctx.deadline.harness_timeout()), "--json", "--local"]
 
     def run_openclaw(self, ctx: AgentContext, prompt: str):
         result, stdout, stderr = self.run(ctx, self.argv(ctx, prompt), self.env(ctx), prompt)
@@ -156,7 +155,7 @@ class OpenClawHarness(BundledHarness):
 
     def send_task(self, ctx: AgentContext, prompt: str) -> AgentRun:
         result, stdout, stderr, data = self.run_openclaw(ctx, prompt)
-        return self.finish(result, stdout, stderr, harness_usage(data), failure(data))
+        return self.finish(result, stdout, stderr, harness_usage(data), failure(data), ctx=ctx)
 
     def backup_session(self, ctx: AgentContext, dest: Path) -> None:
         # the state dir holds no token (the config names an environment variable); sqlite files included

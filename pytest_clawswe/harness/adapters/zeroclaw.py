@@ -101,7 +101,7 @@ class ZeroClawHarness(BundledHarness):
     def send_task(self, ctx: AgentContext, prompt: str) -> AgentRun:
         env = {"ZEROCLAW_WORKSPACE": self.agent_home}
         result, stdout, stderr = self.run(ctx, self.argv(ctx), env, prompt)
-        return self.finish(result, stdout, stderr, self._usage(ctx))
+        return self.finish(result, stdout, stderr, self._usage(ctx), ctx=ctx)
 
     def _usage(self, ctx: AgentContext) -> dict:
         found = read_framed(ctx.workspace, ["bash", "-c"],

@@ -58,26 +58,14 @@ def build_report(runs: list[Run], out: Path, compare: tuple[Run, Run] | None = N
     level = f"{100 * confidence:g}%"
     sections = [
         ("Runs", html.runs_html(runs, out)),
-        ("Main table", report_html.table_html(main)
-         + Markup("").join(report_html.note(f"† {c.label}: {c.note}") for c in columns if c.note)
-         + report_html.files_html(written["main"], out)
-         + report_html.note("Pass@1 = resolved / all instances of the run (errors count as not resolved); "
-                            "Pass@1 healthy (runs given --health) = resolved / the instances its health file does not "
-                            "call flaky, broken or too slow. "
-                     "Cache hit = cache read / (input + cache read). Cost is unknown if any instance's model "
-                     "has no price.")),
+        ("Main table", _main_section(main, columns, written["main"], out)),
         ("Pass@1 vs cost", report_html.figure_html(written["pareto"], out, pareto_caption)),
         ("Per language", report_html.table_html(langs, tables.language_header(columns))
          + report_html.files_html(written["languages"], out)
          + report_html.figure_html(written["language_chart"], out, "Pass@1 per language group")),
     ]
     if comparisons is not None:
-        sections.append(("Paired comparisons", report_html.table_html(comparisons) + report_html.files_html(
-            written["comparisons"], out) + report_html.note(
-            f"On the instances both runs contain: the difference of Pass@1 with a {level} Newcombe paired "
-            "interval, and the exact McNemar test on the instances only one of the two resolved, which gives the "
-            "verdict. On a handful of instances the two can disagree; a single run a few points ahead is rarely "
-            "evidence of a better configuration.")))
+        sections.append(("Paired comparisons", _comparisons_section(comparisons, written["comparisons"], out, level)))
     if not repeats.empty:
         sections.append(("Repeats", report_html.table_html(repeats) + report_html.files_html(written["repeats"], out)))
     if len(runs) > 1:
@@ -89,6 +77,25 @@ def build_report(runs: list[Run], out: Path, compare: tuple[Run, Run] | None = N
     written["html"] = [index]
     return written
 
+
+
+def _main_section(main, columns, files: list[Path], out: Path) -> Markup:
+    return (report_html.table_html(main)
+            + Markup("").join(report_html.note(f"† {c.label}: {c.note}") for c in columns if c.note)
+            + report_html.files_html(files, out)
+            + report_html.note("Pass@1 = resolved / all instances of the run (errors count as not resolved); "
+                               "Pass@1 healthy (runs given --health) = resolved / the instances its health file does "
+                               "not call flaky, broken or too slow. "
+                               "Cache hit = cache read / (input + cache read). Cost is unknown if any instance's model "
+                               "has no price."))
+
+
+def _comparisons_section(comparisons, files: list[Path], out: Path, level: str) -> Markup:
+    return report_html.table_html(comparisons) + report_html.files_html(files, out) + report_html.note(
+        f"On the instances both runs contain: the difference of Pass@1 with a {level} Newcombe paired "
+        "interval, and the exact McNemar test on the instances only one of the two resolved, which gives the "
+        "verdict. On a handful of instances the two can disagree; a single run a few points ahead is rarely "
+        "evidence of a better configuration.")
 
 def build_published_report(out: Path, source: Path = PUBLISHED_RESULTS,
                            with_post_paper: bool = False) -> dict[str, list[Path]]:

@@ -107,13 +107,7 @@ def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str
                 with_post_paper: bool = False) -> list[Path]:
     """Pass@1 (y) against total cost (log x), the frontier drawn as a step line, every point labelled."""
     if not points:  # say so, rather than draw empty axes that look like a bug
-        fig, ax = plt.subplots(figsize=(9, 2.5))
-        ax.set_axis_off()
-        ax.set_title(title)
-        ax.text(0.5, 0.5, "No configuration has a known cost, so there is nothing to plot.\n"
-                "Not plotted: " + ", ".join(unplotted) + "\nGive prices with --prices FILE.",
-                ha="center", va="center", fontsize=10, wrap=True)
-        return _save(fig, stem)
+        return _nothing_to_plot(stem, title, unplotted)
     fig, ax = plt.subplots(figsize=(9, 6))
     harnesses = list(dict.fromkeys(p.harness for p in points))
     models = list(dict.fromkeys(p.model for p in points))
@@ -137,15 +131,7 @@ def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str
         ax.step(xs, ys, where="post", color="black", linestyle="--", linewidth=1, zorder=1,
                 label="Pareto frontier")
 
-    if any(p.cost <= 0 for p in points):
-        # a free run (the scripted model) has no place on a log axis: linear from $0 to the cheapest
-        positive = [p.cost for p in points if p.cost > 0]
-        ax.set_xscale("symlog", linthresh=min(positive) if positive else 0.01)
-        ax.set_xlabel("Total cost (USD; linear near $0, log scale above)")
-    else:
-        ax.set_xscale("log")
-        ax.set_xlabel("Total cost (USD, log scale)")
-    ax.xaxis.set_major_formatter(FuncFormatter(_usd_tick))
+    _cost_axis(ax, points)
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylabel("Pass@1 (%)")
     ax.set_title(title)
@@ -159,6 +145,33 @@ def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str
     # outside the axes, where it can hide no point or label
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     _label_points(fig, ax, points, front)
+    _footnotes(ax, points, unplotted)
+    return _save(fig, stem)
+
+
+def _nothing_to_plot(stem: Path, title: str, unplotted) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(9, 2.5))
+    ax.set_axis_off()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, "No configuration has a known cost, so there is nothing to plot.\n"
+            "Not plotted: " + ", ".join(unplotted) + "\nGive prices with --prices FILE.",
+            ha="center", va="center", fontsize=10, wrap=True)
+    return _save(fig, stem)
+
+
+def _cost_axis(ax, points: list[Point]) -> None:
+    if any(p.cost <= 0 for p in points):
+        # a free run (the scripted model) has no place on a log axis: linear from $0 to the cheapest
+        positive = [p.cost for p in points if p.cost > 0]
+        ax.set_xscale("symlog", linthresh=min(positive) if positive else 0.01)
+        ax.set_xlabel("Total cost (USD; linear near $0, log scale above)")
+    else:
+        ax.set_xscale("log")
+        ax.set_xlabel("Total cost (USD, log scale)")
+    ax.xaxis.set_major_formatter(FuncFormatter(_usd_tick))
+
+
+def _footnotes(ax, points: list[Point], unplotted) -> None:
     footnotes = [f"† {p.label.removesuffix(' †')}: {p.note}" for p in points if p.note]
     if any(p.low is not None for p in points):
         footnotes.append("Bars: lowest and highest Pass@1 over the repeated runs of a configuration.")
@@ -167,7 +180,6 @@ def pareto_plot(points: list[Point], stem: Path, title: str, unplotted: list[str
     if footnotes:
         ax.annotate("\n".join(footnotes), xy=(0, 0), xycoords="axes fraction", xytext=(0, -40),
                     textcoords="offset points", fontsize=8, ha="left", va="top")
-    return _save(fig, stem)
 
 
 def _pad_limits(ax, points: list[Point]) -> None:

@@ -1,0 +1,55 @@
+"""One item's deadline, made once by its benchmark's runner and read, never rewritten, by every phase.
+
+Every time limit of an item comes from here (as Harbor's trial computes its timeouts once when it is made): the
+item's hard stop (pytest-timeout's backstop, items.py), the agent's budget and what a retry gets of it (run/agent.py),
+the wrapper's deadline of a harness run (budget + the harness's own grace_s, adapters/_bundled.py) and a harness's
+own timeout (openclaw's --timeout). It lives on the harness layer because AgentContext, which adapters read, holds
+it; the runners above make it.
+
+A retry does not change the item's deadline: it gets a new frozen value (`for_retry`) whose `budget_s` is what was
+left when the retry's agent existed, in its own AgentContext copy (run/agent.py).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Deadline:
+    agent_s: float  # the agent's budget for the item (--budget; WildClawBench: timeout_seconds x --budget-factor)
+    setup_s: float = 0.0  # the benchmark's allowance for images and containers (its SETUP_ALLOWANCE_S)
+    grade_s: float = 0.0  # grading's own timeout (--eval-timeout / --grade-timeout)
+    retry_min_s: float = 1.0  # a retry with less of the budget left than this is not started
+    attempt_s: float | None = None  # this attempt's budget (a retry's: what was left); None: the whole agent_s
+
+    @property
+    def budget_s(self) -> float:
+        """The wall-clock budget of this attempt of the agent."""
+        return self.agent_s if self.attempt_s is None else self.attempt_s
+
+    def hard_s(self) -> float:
+        """The hard stop of the whole item: the agent's budget, grading and the setup allowance."""
+        return self.agent_s + self.grade_s + self.setup_s
+
+    def left(self, since: float, now: float | None = None) -> float:
+        """What is left of the agent's budget for an agent phase that began at `since` (time.monotonic())."""
+        return self.agent_s - ((time.monotonic() if now is None else now) - since)
+
+    def retry_allowed(self, since: float) -> bool:
+        return self.left(since) >= self.retry_min_s
+
+    def for_retry(self, since: float) -> Deadline:
+        """The deadline of a retry that starts now in an agent phase begun at `since`: what is left (at least
+        retry_min_s), never a fresh budget."""
+        return replace(self, attempt_s=max(self.retry_min_s, self.left(since)))
+
+    def agent_timeout(self, grace_s: float) -> float:
+        """The wrapper's deadline of a harness run: the attempt's budget plus the harness's grace (Harness.grace_s,
+        --harness-option grace: the harness's own setting), so its own timeout at the budget fires first."""
+        return self.budget_s + grace_s
+
+    def harness_timeout(self) -> int:
+        """A harness's own timeout flag in whole seconds (at least 1): the attempt's budget."""
+        return max(1, math.ceil(self.budget_s))
