@@ -40,7 +40,6 @@ MAX_FUNCTION_LINES = 60
 LONG_FUNCTION_EXCEPTIONS: dict[str, str] = {
     "pytest_clawswe.gateway.answers._relay": "gw-regroup splits it into _pass_plain and _pass_stream (plan step 5)",
     "pytest_clawswe.gateway.serve.serve": "gw-regroup splits the listeners' set-up from the workers' start (step 5)",
-    "pytest_clawswe.plugin.pytest_addoption": "options-session makes it the core's option table (plan step 7)",
 }
 
 
