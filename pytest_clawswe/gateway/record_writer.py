@@ -19,6 +19,7 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
+from pytest_clawswe.files import ends_with_newline
 from pytest_clawswe.gateway import fastjson, redact
 from pytest_clawswe.gateway.reassemble import reassemble
 from pytest_clawswe.gateway.recorder import SECRETS_ENV, calls_path
@@ -154,7 +155,7 @@ class Writer:
             out = open(path, "ab")
             if instance not in self._used:
                 self._used[instance] = out.tell()  # a resumed run: what the file holds counts
-                if out.tell() and not _ends_with_newline(path):  # a process killed mid-line wrote here
+                if out.tell() and not ends_with_newline(path):  # a process killed mid-line wrote here
                     out.write(b"\n")
             while len(self._files) >= self._max_open:
                 self._files.popitem(last=False)[1].close()  # type: ignore[attr-defined]  (closing flushes)
@@ -180,12 +181,6 @@ def _open_files_allowed(wanted: int) -> int:
         return max(16, min(wanted, soft - 64) if soft != resource.RLIM_INFINITY else wanted)
     except (ImportError, OSError, ValueError):
         return 200
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(-1, os.SEEK_END)
-        return fh.read(1) == b"\n"
 
 
 def frames(pending: bytearray):

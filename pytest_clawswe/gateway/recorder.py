@@ -26,13 +26,13 @@ import asyncio
 import json
 import logging
 import os
-import re
 import secrets
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
+from pytest_clawswe.files import safe_name
 from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.gateway.ledger import read_lines
 
@@ -54,18 +54,14 @@ def cap_bytes() -> int:
     return int(float(os.environ.get("CLAWSWE_RECORD_MAX_MB", "64")) * 1024 * 1024)
 
 
-def _safe(instance_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", instance_id) or "_"
-
-
 def calls_path(state_dir: str | Path, instance_id: str, worker: int = 0) -> Path:
     suffix = f"@w{worker}" if worker else ""
-    return Path(state_dir) / DIR_NAME / f"{_safe(instance_id)}{suffix}.jsonl"
+    return Path(state_dir) / DIR_NAME / f"{safe_name(instance_id)}{suffix}.jsonl"
 
 
 def calls_paths(state_dir: str | Path, instance_id: str) -> list[Path]:
     first = calls_path(state_dir, instance_id)
-    return [first, *sorted(first.parent.glob(f"{_safe(instance_id)}@w*.jsonl"))]
+    return [first, *sorted(first.parent.glob(f"{safe_name(instance_id)}@w*.jsonl"))]
 
 
 def read_calls(state_dir: str | Path, instance_id: str, attempt: int | None = None) -> list[dict]:
