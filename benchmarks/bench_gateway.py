@@ -493,7 +493,7 @@ def run_grid(args) -> dict:
         if base and row["target"] != "none":
             row["added_p50_ms"] = round(row["p50_ms"] - base["p50_ms"], 2)
             row["added_p99_ms"] = round(row["p99_ms"] - base["p99_ms"], 2)
-    from pytest_clawswe.gateway.client import default_workers
+    from pytest_clawswe.gateway.contract import default_workers
 
     return {"machine": {"cores": os.cpu_count(), "uptime_before": uptime_before, "uptime_after": uptime_after,
                         "load_avg_at_end": [round(x, 2) for x in os.getloadavg()], "note": args.note},

@@ -35,7 +35,7 @@ from pytest_clawswe.gateway import (
     openai_base_url,
     read_usage,
 )
-from pytest_clawswe.gateway.upstream import resolve  # noqa: E402
+from pytest_clawswe.gateway.upstream.providers import resolve  # noqa: E402
 from pytest_clawswe.usage import Usage  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)

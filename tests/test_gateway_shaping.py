@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from pytest_clawswe.gateway import GatewayProcess, Upstream, openai_base_url
-from pytest_clawswe.gateway.shaping import NAMES, ZEROCLAW_TOOLS, describe
+from pytest_clawswe.gateway.upstream.shaping import NAMES, ZEROCLAW_TOOLS, describe
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gateway_stub import Stub, chat_answer, sse  # noqa: E402

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.gateway import fastjson, record_writer, redact
+from pytest_clawswe.gateway import fastjson, record_writer
+from pytest_clawswe.gateway.upstream import redact
 from pytest_clawswe.gateway.reassemble import _events, _events_one_by_one
 from pytest_clawswe.gateway.recorder import frame, read_calls
 

@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.gateway.protocols import RequestView, ToolSpec
-from pytest_clawswe.gateway.scripted import (
-    CHUNK_CHARS,
-    MINI_FINISH_COMMAND,
-    ScriptedModel,
-    patch_edits,
-    pick_shell,
-    scripted_usage,
+from pytest_clawswe.gateway.scripted.model import (
+    CHUNK_CHARS, MINI_FINISH_COMMAND, ScriptedModel, patch_edits, pick_shell, scripted_usage,
 )
 
 needs_git = pytest.mark.skipif(not shutil.which("git"), reason="needs git")

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_clawswe.gateway.ledger import make_record
 from pytest_clawswe.gateway.record_writer import Writer
-from pytest_clawswe.gateway.sse import encode
+from pytest_clawswe.gateway.protocols.sse import encode
 from pytest_clawswe.usage import Usage
 from pytest_clawswe.wildclaw import transcript as tr
 

@@ -16,9 +16,9 @@ from pytest_clawswe.gateway.client import (
     openai_base_url,
     read_usage,
 )
-from pytest_clawswe.gateway.scripted import ScriptedModel
-from pytest_clawswe.gateway.shaping import describe as describe_shaping
-from pytest_clawswe.gateway.upstream import Upstream, check_upstream
+from pytest_clawswe.gateway.scripted.model import ScriptedModel
+from pytest_clawswe.gateway.upstream.shaping import describe as describe_shaping
+from pytest_clawswe.gateway.upstream.providers import Upstream, check_upstream
 
 __all__ = [
     "GatewayClient", "GatewayError", "GatewayProcess", "ScriptedModel", "Upstream", "anthropic_base_url",

@@ -8,7 +8,7 @@ import logging
 import sys
 
 from pytest_clawswe.gateway.serve import serve, serve_worker
-from pytest_clawswe.gateway.upstream import Upstream, upstreams_from_json
+from pytest_clawswe.gateway.upstream.providers import Upstream, upstreams_from_json
 
 
 def main(argv: list[str] | None = None) -> int:

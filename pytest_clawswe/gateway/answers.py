@@ -8,7 +8,9 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from pytest_clawswe.gateway import failures, fastjson, sse, stream_redact
+from pytest_clawswe.gateway.upstream import failures, stream_redact
+from pytest_clawswe.gateway import fastjson
+from pytest_clawswe.gateway.protocols import sse
 from pytest_clawswe.gateway.http import log
 from pytest_clawswe.gateway.protocols import CHAT, provider_cost_of
 

@@ -12,25 +12,10 @@ import urllib.request
 from pathlib import Path
 
 from pytest_clawswe.errors import ClawsweError
+from pytest_clawswe.gateway.contract import LOG_FILE, STATE_FILE, default_workers
 from pytest_clawswe.gateway.ledger import read_records, usage_of
-from pytest_clawswe.gateway.upstream import Upstream, upstreams_to_json
+from pytest_clawswe.gateway.upstream.providers import Upstream, upstreams_to_json
 from pytest_clawswe.usage import Usage
-
-STATE_FILE = "gateway.json"  # url, admin_token, pid: written by the gateway once it listens
-LOG_FILE = "gateway.log"
-
-
-def default_workers() -> int:
-    """Gateway worker processes: CLAWSWE_GATEWAY_WORKERS, else one per core up to 4 (one Python process
-    uses one core at most; past 4 the model requests of a run are not that many)."""
-    value = os.environ.get("CLAWSWE_GATEWAY_WORKERS", "").strip()
-    if value:
-        try:
-            return max(1, int(value))
-        except ValueError:
-            raise ValueError(f"CLAWSWE_GATEWAY_WORKERS must be a whole number, not {value!r}.") from None
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
-
 
 class GatewayError(ClawsweError, RuntimeError):
     """The gateway is not running or not answering (an infrastructure error)."""
@@ -99,7 +84,7 @@ class GatewayClient:
         """A token for one run of one instance. `scripted` (for scripted/* models):
         {"mode": "gold"|"noop", "gold_patch": str, "workdir": "/testbed", "finish_command": str|None}.
         `address`: the token works from this client address only (the container's, on the run network).
-        `harness`, `shaping`: which model-side shaping applies (gateway/shaping.py; None: the defaults).
+        `harness`, `shaping`: which model-side shaping applies (gateway/upstream/shaping.py; None: the defaults).
         `relay`: the engine whose relay the token is used through (gateway/relay.py; "": directly).
         `ceiling`: {"usd": limit, "prices": USD per token of input, output, cache read, cache write}: past it
         the gateway refuses the instance's calls (--max-instance-cost).

@@ -20,7 +20,8 @@ from collections import OrderedDict
 from pathlib import Path
 
 from pytest_clawswe.files import ends_with_newline
-from pytest_clawswe.gateway import fastjson, redact
+from pytest_clawswe.gateway import fastjson
+from pytest_clawswe.gateway.upstream import redact
 from pytest_clawswe.gateway.reassemble import reassemble
 from pytest_clawswe.gateway.recorder import SECRETS_ENV, calls_path
 

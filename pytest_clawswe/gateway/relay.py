@@ -62,8 +62,8 @@ def ensure_image(build_client, clients: list, progress: Callable[[str], None] = 
 # -- the relay container -----------------------------------------------------------------------------------
 def nginx_conf(listen: str, port: int, upstream: str, secret: str) -> str:
     """Pass everything but the admin API on, unbuffered both ways; the agent's own relay headers are replaced."""
-    from pytest_clawswe.gateway.auth import RELAY_AGENT_HEADER as AGENT_HEADER  # the address the relay saw
-    from pytest_clawswe.gateway.auth import RELAY_SECRET_HEADER as SECRET_HEADER
+    from pytest_clawswe.gateway.contract import RELAY_AGENT_HEADER as AGENT_HEADER  # the address the relay saw
+    from pytest_clawswe.gateway.contract import RELAY_SECRET_HEADER as SECRET_HEADER
 
     return f"""worker_processes 1;
 error_log stderr warn;

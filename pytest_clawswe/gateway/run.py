@@ -10,11 +10,8 @@ from pathlib import Path
 
 from pytest_clawswe.engine.network import network_host
 from pytest_clawswe.gateway.client import GatewayClient, GatewayError, GatewayProcess, read_usage
-from pytest_clawswe.gateway.upstream import check_upstream
+from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, check_upstream
 from pytest_clawswe.usage import Usage
-
-SCRIPTED_PREFIX = "scripted/"
-
 
 def start(state_dir: Path, model: str, docker_client, network: str | None = None,
           relay_hosts: list[str] | tuple = ()) -> GatewayProcess:
@@ -32,7 +29,7 @@ def start(state_dir: Path, model: str, docker_client, network: str | None = None
 class RunGateway:
     """Per-process handle: register an instance, hand its container URL and token, read its usage.
 
-    `harness` and `shaping` ("auto", "off" or a comma list; see gateway/shaping.py) choose the model-side
+    `harness` and `shaping` ("auto", "off" or a comma list; see gateway/upstream/shaping.py) choose the model-side
     shaping; gateway.shaping.describe(model, harness, shaping) says what it will be, for run.json."""
 
     def __init__(self, state_dir: Path, model: str, harness: str = "", shaping: str | None = None,

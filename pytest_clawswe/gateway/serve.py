@@ -10,10 +10,10 @@ from collections.abc import Iterable
 
 from aiohttp import web
 
-from pytest_clawswe.gateway.client import STATE_FILE
+from pytest_clawswe.gateway.contract import STATE_FILE
 from pytest_clawswe.gateway.http import log
 from pytest_clawswe.gateway.server import Gateway
-from pytest_clawswe.gateway.upstream import Upstream
+from pytest_clawswe.gateway.upstream.providers import Upstream
 
 
 class _OneLineBadRequests(logging.Filter):
@@ -55,7 +55,7 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
 
     from pytest_clawswe.files import write_atomic
     from pytest_clawswe.gateway import cluster
-    from pytest_clawswe.gateway.upstream import upstreams_to_json
+    from pytest_clawswe.gateway.upstream.providers import upstreams_to_json
 
     upstreams = list(upstreams)
     state_dir = Path(state_dir)
@@ -119,7 +119,7 @@ async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -
     from pathlib import Path
 
     from pytest_clawswe.gateway import cluster
-    from pytest_clawswe.gateway.upstream import upstreams_from_json
+    from pytest_clawswe.gateway.upstream.providers import upstreams_from_json
 
     state_dir = Path(state_dir)
     quiet_bad_requests()

@@ -18,7 +18,8 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from pytest_clawswe.gateway import ceiling, failures, fastjson, redact, shaping
+from pytest_clawswe.gateway import ceiling, fastjson
+from pytest_clawswe.gateway.upstream import failures, redact, shaping
 from pytest_clawswe.gateway.admin import AdminRoutes
 from pytest_clawswe.gateway.answers import CLIENT_GONE, AnswerPassing, _response_headers
 from pytest_clawswe.gateway.auth import CallerAuth
@@ -27,8 +28,8 @@ from pytest_clawswe.gateway.ledger import bounded, make_record
 from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
 from pytest_clawswe.gateway.recorder import Recorder
 from pytest_clawswe.gateway.registry import Registry
-from pytest_clawswe.gateway.scripted import HangingModel, scripted_usage
-from pytest_clawswe.gateway.upstream import Upstream
+from pytest_clawswe.gateway.scripted.model import HangingModel, scripted_usage
+from pytest_clawswe.gateway.upstream.providers import Upstream
 
 # The largest request body accepted. The largest real request of the scripted demo runs is 58 KB (Claude
 # Code; OpenClaw 41 KB, Hermes 29 KB; docs/fidelity.md), but a real run's request grows with its context: a 1M-token

@@ -102,7 +102,7 @@ def _harness_options(config: pytest.Config) -> dict[str, str]:
 
 
 def _shaping(config: pytest.Config) -> str:
-    from pytest_clawswe.gateway.shaping import parse_setting
+    from pytest_clawswe.gateway.upstream.shaping import parse_setting
 
     setting = config.getoption("gateway_shaping")
     try:
@@ -191,7 +191,7 @@ def run_config(config: pytest.Config) -> RunConfig:
     _spending(config, cfg)
     check_harness_options(cfg)
     if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
-        from pytest_clawswe.gateway.upstream import check_upstream
+        from pytest_clawswe.gateway.upstream.providers import check_upstream
 
         try:  # no model, no key: found before the run's network or gateway exists
             check_upstream(cfg.model)
@@ -328,7 +328,7 @@ class RunConfig:
     network_mode: str = "locked"  # --network: locked, internet or open (resolve_network)
     retries: int = 0  # re-runs of an attempt that ended in a harness error, within the same budget
     purge: bool = True  # False: the paper's §5.3 ablation (--no-purge), the future commits stay
-    gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)
+    gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/upstream/shaping.py)
     cache_level: CacheLevel = "instance"  # which images an item leaves behind when it ends (engine/cache_level.py)
     image_cache: int | None = None  # bytes of images kept per engine across runs, LRU (engine/image_cache.py)
     registry: str | None = None  # HOST:PORT images reach the other engines through (engine/registry.py)

@@ -417,7 +417,7 @@ def _add_disk_use(cfg: RunConfig, summary_file, items: int, records: list[dict])
 
 def _shaping_in_effect(cfg: RunConfig) -> dict | None:
     """What the gateway does to this run's requests (run.json), or None when the run calls no model."""
-    from pytest_clawswe.gateway.shaping import describe
+    from pytest_clawswe.gateway.upstream.shaping import describe
 
     try:
         return describe(cfg.model, cfg.harness_name, cfg.gateway_shaping)

@@ -78,7 +78,7 @@ class WildClawBench(Benchmark):
 
     def _select_kept(self) -> list:
         if self._kept is None:
-            from pytest_clawswe.gateway.upstream import check_upstream
+            from pytest_clawswe.gateway.upstream.providers import check_upstream
             from pytest_clawswe.wildclaw.regrade import kept_tasks
 
             try:  # the judge it cannot serve, before anything is written
