@@ -362,7 +362,7 @@ def test_claude_code_scripted_gold_resolves_on_both_engines(second_engine, docke
     assert {v["docker_host"] for v in got.values()} == {LOCAL, second_engine.url}
     assert all(v["usage"]["requests"] >= 2 and v["usage"]["output_tokens"] > 0 for v in got.values()), got
     remote = next(k for k, v in got.items() if v["docker_host"] == second_engine.url)
-    from pytest_clawswe.gateway.ledger import read_records
+    from pytest_clawswe.gateway.record.ledger import read_records
 
     records = read_records(run_dir / "gateway", remote)  # every gateway worker's ledger file
     assert records and all(r["stream"] and r["status"] == 200 for r in records)  # streamed through the relay

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pytest_clawswe.errors import ClawsweError
 from pytest_clawswe.gateway.contract import LOG_FILE, STATE_FILE, default_workers
-from pytest_clawswe.gateway.ledger import read_records, usage_of
+from pytest_clawswe.gateway.record.ledger import read_records, usage_of
 from pytest_clawswe.gateway.upstream.providers import Upstream, upstreams_to_json
 from pytest_clawswe.usage import Usage
 

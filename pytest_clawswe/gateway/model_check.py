@@ -18,7 +18,7 @@ import pytest
 
 from pytest_clawswe.gateway.client import GatewayClient, GatewayError
 from pytest_clawswe.gateway.upstream.failures import TRANSIENT
-from pytest_clawswe.gateway.ledger import read_records
+from pytest_clawswe.gateway.record.ledger import read_records
 from pytest_clawswe.gateway.upstream.providers import is_scripted, resolve
 
 CHECK_ID = "_model-check"

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.gateway import ledger
+from pytest_clawswe.gateway.record import ledger
 from pytest_clawswe.gateway.scripted.model import ScriptedModel
 from pytest_clawswe.gateway.scripted.fixtures import scripted_for
 from pytest_clawswe.gateway.upstream.shaping import Shaping

@@ -24,9 +24,9 @@ from pytest_clawswe.gateway.admin import AdminRoutes
 from pytest_clawswe.gateway.answers import CLIENT_GONE, AnswerPassing, _response_headers
 from pytest_clawswe.gateway.auth import CallerAuth
 from pytest_clawswe.gateway.http import _error, _json, _kind, _refuse, _zero, log
-from pytest_clawswe.gateway.ledger import bounded, make_record
+from pytest_clawswe.gateway.record.ledger import bounded, make_record
 from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
-from pytest_clawswe.gateway.recorder import Recorder
+from pytest_clawswe.gateway.record.calls import Recorder
 from pytest_clawswe.gateway.registry import Registry
 from pytest_clawswe.gateway.scripted.model import HangingModel, scripted_usage
 from pytest_clawswe.gateway.upstream.providers import Upstream

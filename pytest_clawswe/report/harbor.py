@@ -177,7 +177,7 @@ def job_config(name: str, benchmark, info: dict, out: Path) -> dict:
 
 def _item_trials(run_dir: Path, benchmark, info: dict, item, job_dir: Path, prices) -> list[dict]:
     """Every attempt of one item as a trial: {"name", "result" (its TrialResult), "files" (path -> text)}."""
-    from pytest_clawswe.gateway.ledger import read_records
+    from pytest_clawswe.gateway.record.ledger import read_records
     from pytest_clawswe.trajectory.store import build_for_item
 
     item_id, folder, result = item

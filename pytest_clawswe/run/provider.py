@@ -50,7 +50,7 @@ class Outcome:
 
 def judge(records: list[dict]) -> Outcome:
     """What an instance's ledger lines (its last attempt) say about its provider."""
-    from pytest_clawswe.gateway.ledger import failed_requests, provider_cost
+    from pytest_clawswe.gateway.record.ledger import failed_requests, provider_cost
 
     failed = failed_requests(records)
     cost_limit = any(r.get("failure") == COST_LIMIT for r in records)

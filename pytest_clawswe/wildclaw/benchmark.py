@@ -38,7 +38,7 @@ class WildClawBench(Benchmark):
                                     "--model scripted/gold for a check without a key")
         self.options = options(config)  # before anything is written
         self._kept: list | None = None  # a regrade's tasks (select)
-        from pytest_clawswe.gateway.recorder import enabled
+        from pytest_clawswe.gateway.record.calls import enabled
 
         # a regrade grades the transcript the run kept; a run builds it from the record
         if not config.option.collectonly and self.regrade is None and not enabled():

@@ -22,8 +22,8 @@ from pathlib import Path
 from pytest_clawswe.files import ends_with_newline
 from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.gateway.upstream import redact
-from pytest_clawswe.gateway.reassemble import reassemble
-from pytest_clawswe.gateway.recorder import SECRETS_ENV, calls_path
+from pytest_clawswe.gateway.record.reassemble import reassemble
+from pytest_clawswe.gateway.record.calls import SECRETS_ENV, calls_path
 
 SLIM_RESPONSE_BYTES = 64 * 1024  # past the cap, an answer up to this size is still kept
 MAX_OPEN = 2048  # files kept open: one per instance of the gateway process (300 agents at once: 300 files)
