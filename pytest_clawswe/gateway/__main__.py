@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 
-from pytest_clawswe.gateway.serve import serve, serve_worker
+from pytest_clawswe.gateway.service.workers import serve, serve_worker
 from pytest_clawswe.gateway.upstream.providers import Upstream, upstreams_from_json
 
 

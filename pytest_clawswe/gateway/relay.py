@@ -4,7 +4,7 @@ The gateway runs on the pytest machine. An agent on a remote engine sits on that
 reaches only its own host (the bridge's address) and there only one port (hostguard.remote_guard). On that port
 a relay (Debian's nginx, in a container with the host's network) forwards each request to the gateway's relay
 listener, unbuffered (streamed answers pass event by event), adding the agent's address and the engine's relay
-secret. The gateway believes the address only with the secret (gateway/server.py) and binds each token to
+secret. The gateway believes the address only with the secret (gateway/service/app.py) and binds each token to
 (engine, address): container subnets may repeat across engines. The secret is in the relay's config file only
 (copied into the container, not in its environment or labels), never in the run folder or a log.
 """

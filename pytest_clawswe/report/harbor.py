@@ -35,7 +35,7 @@ class Scrubber:
 
     def __init__(self) -> None:
         from pytest_clawswe.gateway.upstream.redact import for_key
-        from pytest_clawswe.gateway.registry import TOKEN_PREFIX
+        from pytest_clawswe.gateway.service.tokens import TOKEN_PREFIX
         from pytest_clawswe.gateway.upstream.providers import builtin_upstreams
 
         self.redactors = [for_key(key) for key in sorted({up.key() for up in builtin_upstreams()}) if key]

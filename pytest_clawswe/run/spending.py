@@ -8,7 +8,7 @@ So every pytest process reads the same figure, and a resumed run counts what its
 (each running item: the mean cost of the instances that have finished, in this run) is compared with the
 ceiling; at or past it the item is not started (reported as skipped: not run, and --resume runs it).
 --max-instance-cost: the gateway is told the ceiling and the model's prices per token when the instance is
-registered, and refuses its calls once the instance's own records reach it (gateway/server.py).
+registered, and refuses its calls once the instance's own records reach it (gateway/service/app.py).
 """
 from __future__ import annotations
 

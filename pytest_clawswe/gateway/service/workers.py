@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from aiohttp import web
 
 from pytest_clawswe.gateway.contract import STATE_FILE
-from pytest_clawswe.gateway.http import log
-from pytest_clawswe.gateway.server import Gateway
+from pytest_clawswe.gateway.service.replies import log
+from pytest_clawswe.gateway.service.app import Gateway
 from pytest_clawswe.gateway.upstream.providers import Upstream
 
 
@@ -54,7 +54,7 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     from pathlib import Path
 
     from pytest_clawswe.files import write_atomic
-    from pytest_clawswe.gateway import cluster
+    from pytest_clawswe.gateway.service import cluster
     from pytest_clawswe.gateway.upstream.providers import upstreams_to_json
 
     upstreams = list(upstreams)
@@ -118,7 +118,7 @@ async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -
     import signal
     from pathlib import Path
 
-    from pytest_clawswe.gateway import cluster
+    from pytest_clawswe.gateway.service import cluster
     from pytest_clawswe.gateway.upstream.providers import upstreams_from_json
 
     state_dir = Path(state_dir)

@@ -55,7 +55,7 @@ def _address(value: str) -> str:
         raise ValueError(f"register: {value!r} is not an IP address") from None
 
 
-class Registry:
+class TokenRegistry:
     def __init__(self, state_dir: str | Path, upstreams: list[Upstream] | tuple = (), worker: int = 0) -> None:
         self.state_dir = Path(state_dir)
         self.upstreams = list(upstreams)

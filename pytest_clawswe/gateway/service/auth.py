@@ -6,7 +6,7 @@ import hashlib
 from aiohttp import web
 
 from pytest_clawswe.gateway.contract import RELAY_AGENT_HEADER, RELAY_SECRET_HEADER
-from pytest_clawswe.gateway.registry import Registration
+from pytest_clawswe.gateway.service.tokens import Registration
 
 
 class CallerAuth:

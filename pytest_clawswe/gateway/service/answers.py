@@ -11,7 +11,7 @@ from multidict import CIMultiDict
 from pytest_clawswe.gateway.upstream import failures, stream_redact
 from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.gateway.protocols import sse
-from pytest_clawswe.gateway.http import log
+from pytest_clawswe.gateway.service.replies import log
 from pytest_clawswe.gateway.protocols import CHAT, provider_cost_of
 
 
