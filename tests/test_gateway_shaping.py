@@ -10,7 +10,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from pytest_clawswe.gateway import GatewayProcess, Upstream, openai_base_url
+from pytest_clawswe.gateway import GatewayProcess, Upstream
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 from pytest_clawswe.gateway.upstream.shaping import NAMES, ZEROCLAW_TOOLS, describe
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -131,7 +131,7 @@ class RunSession:
                 if self.gateway_process is None:
                     self.gateway_process = start_gateway(self.cfg, self.hosts, clients, model=self.gateway_model)
                 if not self.config.getoption("no_model_check"):
-                    from pytest_clawswe.gateway.model_check import check_model
+                    from pytest_clawswe.gateway.control.key_check import check_model
 
                     check_model(self.cfg.run_dir / "gateway", self.gateway_model)
             except BaseException:

@@ -124,7 +124,7 @@ class WildClawBench(Benchmark):
         return runner
 
     def check_engines(self, hosts: list, needs_model: bool) -> None:
-        # another machine's engine reaches the gateway through a relay there (gateway/relay.py); the task
+        # another machine's engine reaches the gateway through a relay there (gateway/control/relay.py); the task
         # runner does not hand its agents the relay yet
         from pytest_clawswe.engine.hosts import is_remote
 

@@ -23,7 +23,7 @@ UPSTREAM_PATH = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "
 _DROP_REQUEST = {"host", "content-length", "authorization", "x-api-key", "api-key", "connection", "keep-alive",
                  "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "accept-encoding", "cookie",
                  "content-encoding",  # the body is re-encoded as plain JSON
-                 "x-clawswe-relay", "x-clawswe-agent"}  # a relay's secret and the address it saw (gateway/relay.py)
+                 "x-clawswe-relay", "x-clawswe-agent"}  # a relay's secret and the address it saw (gateway/control/relay.py)
 
 
 def _with_usage_requested(protocol: Protocol, body: dict) -> tuple[dict, bool]:

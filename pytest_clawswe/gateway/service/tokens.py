@@ -69,7 +69,7 @@ class TokenRegistry:
                  harness: str = "", shaping: str | list[str] | None = None, relay: str = "",
                  ceiling: dict | None = None) -> Registration:
         """A new token for one run of one instance, usable only from `address` when one is given
-        (the container's address on the run network), and only through `relay` (an engine's relay, gateway/relay.py)
+        (the container's address on the run network), and only through `relay` (an engine's relay, gateway/control/relay.py)
         when one is given, else only directly. Raises ValueError for what it can't serve."""
         if not instance_id:
             raise ValueError("register needs an instance_id")

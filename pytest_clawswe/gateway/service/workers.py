@@ -48,7 +48,7 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
                 parent_pid: int | None = None, relay_hosts: Iterable[str] = (), workers: int = 1) -> None:
     """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
     admin_token, pid, relay_urls) appears, atomically, once the sockets listen, and goes at a clean stop.
-    `relay_hosts`: one more listener on each, for other engines' relays only (pytest_clawswe/gateway/relay.py).
+    `relay_hosts`: one more listener on each, for other engines' relays only (pytest_clawswe/gateway/control/relay.py).
     workers > 1: this process is worker 0 and starts the others on the same sockets (cluster.py)."""
     import signal
     from pathlib import Path
@@ -137,7 +137,7 @@ async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -
         await follower.start()  # the snapshot first: no request is refused for a token it does not know yet
         sock = cluster.listen_socket(settings["host"], settings["port"])
         await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
-        for relay_host, relay_port in settings.get("relay_sockets") or []:  # other engines' relays (gateway/relay.py)
+        for relay_host, relay_port in settings.get("relay_sockets") or []:  # other engines' relays (gateway/control/relay.py)
             gateway.relay_sockets.add((relay_host, relay_port))
             relay_sock = cluster.listen_socket(relay_host, relay_port)
             await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()

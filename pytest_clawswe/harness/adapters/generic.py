@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.gateway.client import openai_base_url
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.adapters._bundled import STATE_ROOT, BundledHarness, BundledOptions
 

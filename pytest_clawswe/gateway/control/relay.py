@@ -39,7 +39,7 @@ def image_tag() -> str:
     return f"{IMAGE_REPO}:{hashlib.sha256((IMAGE_DIR / 'Dockerfile').read_bytes()).hexdigest()[:12]}"
 
 
-def ensure_image(build_client, clients: list, progress: Callable[[str], None] = lambda line: None,
+def ensure_relay_image(build_client, clients: list, progress: Callable[[str], None] = lambda line: None,
                  via=None) -> str:
     """The relay image on every engine in `clients`: built once on `build_client`, loaded into the others
     (through the registry `via` when the run has one)."""
@@ -171,7 +171,7 @@ def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[
     from pytest_clawswe.engine.hostguard import remote_guard
     from pytest_clawswe.files import write_atomic
 
-    image = ensure_image(build_client, [c for _, c in engines], progress, via)
+    image = ensure_relay_image(build_client, [c for _, c in engines], progress, via)
     admin = gateway.client()
     urls: dict[str, str] = {}
     warnings: list[tuple[str, str]] = []
