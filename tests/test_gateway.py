@@ -26,8 +26,8 @@ import openai  # noqa: E402
 import pytest
 
 from pytest_clawswe.gateway import GatewayClient, GatewayError, GatewayProcess, Upstream, check_upstream, read_usage
-from pytest_clawswe.harness.gateway_urls import anthropic_base_url, openai_base_url
 from pytest_clawswe.gateway.upstream.providers import resolve  # noqa: E402
+from pytest_clawswe.harness.gateway_urls import anthropic_base_url, openai_base_url
 from pytest_clawswe.usage import Usage  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)

@@ -273,8 +273,8 @@ def test_deepseek_reasoning_memory_reaches_every_worker(tmp_path, monkeypatch):
 def test_the_transcript_is_the_longest_request_whichever_worker_recorded_it(cluster):
     """The calls of one attempt are recorded by whichever worker served them (calls/<id>@w<k>.jsonl): the transcript
     reads them all, in time order, and keeps the conversation of the longest request and the answer to it."""
-    from pytest_clawswe.gateway.record.ledger import read_records
     from pytest_clawswe.gateway.record.calls import calls_paths
+    from pytest_clawswe.gateway.record.ledger import read_records
     from pytest_clawswe.wildclaw.transcript import from_calls, recorded_calls
 
     client = cluster.client()

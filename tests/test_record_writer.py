@@ -14,9 +14,9 @@ import pytest
 
 from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.gateway.record import writer as record_writer
-from pytest_clawswe.gateway.upstream import redact
-from pytest_clawswe.gateway.record.reassemble import _events, _events_one_by_one
 from pytest_clawswe.gateway.record.calls import frame, read_calls
+from pytest_clawswe.gateway.record.reassemble import _events, _events_one_by_one
+from pytest_clawswe.gateway.upstream import redact
 
 ANSWER = b'{"choices":[{"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{}}'
 

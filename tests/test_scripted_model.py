@@ -11,7 +11,12 @@ import pytest
 
 from pytest_clawswe.gateway.protocols import RequestView, ToolSpec
 from pytest_clawswe.gateway.scripted.model import (
-    CHUNK_CHARS, MINI_FINISH_COMMAND, ScriptedModel, patch_edits, pick_shell, scripted_usage,
+    CHUNK_CHARS,
+    MINI_FINISH_COMMAND,
+    ScriptedModel,
+    patch_edits,
+    pick_shell,
+    scripted_usage,
 )
 
 needs_git = pytest.mark.skipif(not shutil.which("git"), reason="needs git")

@@ -15,10 +15,10 @@ from test_gateway import CONVERSATIONS, DUMMY_KEY, GOLD, KEY_ENV, stub  # noqa: 
 
 from pytest_clawswe.cli import main as clawswe_main
 from pytest_clawswe.gateway import GatewayProcess, Upstream
-from pytest_clawswe.gateway.record.ledger import USAGE_FIELDS, read_records
 from pytest_clawswe.gateway.protocols import BY_NAME, Reply, ToolCall
-from pytest_clawswe.gateway.record.reassemble import reassemble
 from pytest_clawswe.gateway.record.calls import read_calls
+from pytest_clawswe.gateway.record.ledger import USAGE_FIELDS, read_records
+from pytest_clawswe.gateway.record.reassemble import reassemble
 from pytest_clawswe.swe.benchmark import ClawSweBench
 from pytest_clawswe.trajectory.store import settled_calls
 from pytest_clawswe.trajectory.store import write_for_item as write_with_outcome

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_clawswe.gateway.protocols.sse import encode
 from pytest_clawswe.gateway.record.ledger import make_record
 from pytest_clawswe.gateway.record.writer import Writer
-from pytest_clawswe.gateway.protocols.sse import encode
 from pytest_clawswe.usage import Usage
 from pytest_clawswe.wildclaw import transcript as tr
 

@@ -34,9 +34,9 @@ class Scrubber:
     gateway tokens (their shape: the gateway keeps none on disk) out of every text the export writes."""
 
     def __init__(self) -> None:
-        from pytest_clawswe.gateway.upstream.redact import for_key
         from pytest_clawswe.gateway.service.tokens import TOKEN_PREFIX
         from pytest_clawswe.gateway.upstream.providers import builtin_upstreams
+        from pytest_clawswe.gateway.upstream.redact import for_key
 
         self.redactors = [for_key(key) for key in sorted({up.key() for up in builtin_upstreams()}) if key]
         # a token is the prefix and 32 URL-safe base64 characters (secrets.token_urlsafe(24))

@@ -25,8 +25,8 @@ from pytest_clawswe.labels import LABEL_RUN, owner_label
 from pytest_clawswe.run.result import ERROR
 
 if TYPE_CHECKING:
-    from pytest_clawswe.run.ahead import Ahead
     from pytest_clawswe.gateway.control.run_gateway import RunGateway
+    from pytest_clawswe.run.ahead import Ahead
 
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
 

@@ -1,7 +1,7 @@
 """The run's spending ceilings: --max-cost for the run, --max-instance-cost for one instance.
 
 The counted cost is the gateway's: every model request of the run is a line in <run dir>/gateway/usage/
-(ledger.py), written before its answer went out, by whichever xdist worker or gateway process served it.
+(gateway/record/ledger.py), written before its answer went out, by whichever xdist worker or gateway process served it.
 So every pytest process reads the same figure, and a resumed run counts what its earlier parts spent.
 
 --max-cost: before an item starts, the cost counted so far plus what the running items are likely to add

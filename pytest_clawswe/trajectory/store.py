@@ -12,8 +12,8 @@ import logging
 import time
 from pathlib import Path
 
-from pytest_clawswe.gateway.record.ledger import read_records
 from pytest_clawswe.gateway.record.calls import read_calls
+from pytest_clawswe.gateway.record.ledger import read_records
 from pytest_clawswe.trajectory import atif
 
 log = logging.getLogger("clawswe.trajectory")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.gateway.control.admin_api import GatewayClient, GatewayError
-from pytest_clawswe.gateway.upstream.failures import TRANSIENT
 from pytest_clawswe.gateway.record.ledger import read_records
+from pytest_clawswe.gateway.upstream.failures import TRANSIENT
 from pytest_clawswe.gateway.upstream.providers import is_scripted, resolve
 
 CHECK_ID = "_model-check"

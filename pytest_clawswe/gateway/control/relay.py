@@ -40,7 +40,7 @@ def image_tag() -> str:
 
 
 def ensure_relay_image(build_client, clients: list, progress: Callable[[str], None] = lambda line: None,
-                 via=None) -> str:
+                       via=None) -> str:
     """The relay image on every engine in `clients`: built once on `build_client`, loaded into the others
     (through the registry `via` when the run has one)."""
     from pytest_clawswe.engine.hosts import transfer

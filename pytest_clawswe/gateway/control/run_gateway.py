@@ -14,8 +14,9 @@ from pytest_clawswe.gateway.control.process import GatewayProcess
 from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, check_upstream
 from pytest_clawswe.usage import Usage
 
+
 def start_for_run(state_dir: Path, model: str, docker_client, network: str | None = None,
-          relay_hosts: list[str] | tuple = ()) -> GatewayProcess:
+                  relay_hosts: list[str] | tuple = ()) -> GatewayProcess:
     """Start the run's gateway where the agents' network reaches the host (`docker_client` None: no engine of
     the run is on this machine; the admin API on 127.0.0.1), plus a listener on each of `relay_hosts` for
     other engines' relays (pytest_clawswe/gateway/control/relay.py).
@@ -31,7 +32,7 @@ class RunGateway:
     """Per-process handle: register an instance, hand its container URL and token, read its usage.
 
     `harness` and `shaping` ("auto", "off" or a comma list; see gateway/upstream/shaping.py) choose the model-side
-    shaping; gateway.shaping.describe(model, harness, shaping) says what it will be, for run.json."""
+    shaping; gateway.describe_shaping(model, harness, shaping) says what it will be, for run.json."""
 
     def __init__(self, state_dir: Path, model: str, harness: str = "", shaping: str | None = None,
                  engine: str = ""):

@@ -32,7 +32,12 @@ import subprocess
 
 from pytest_clawswe.gateway.protocols import Reply, RequestView
 from pytest_clawswe.gateway.scripted.model import (
-    HANG_MODE, MAX_TURNS, HangingModel, ScriptedModel, _shell_call, pick_shell,
+    HANG_MODE,
+    MAX_TURNS,
+    HangingModel,
+    ScriptedModel,
+    _shell_call,
+    pick_shell,
 )
 
 JUDGE_MODE = "judge"

@@ -8,8 +8,8 @@ import secrets
 
 from aiohttp import web
 
-from pytest_clawswe.gateway.service.replies import _json, log
 from pytest_clawswe.gateway.record.ledger import usage_of
+from pytest_clawswe.gateway.service.replies import _json, log
 from pytest_clawswe.gateway.service.tokens import Registration
 
 

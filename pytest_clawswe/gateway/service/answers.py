@@ -8,11 +8,10 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from pytest_clawswe.gateway.upstream import failures, stream_redact
 from pytest_clawswe.gateway import fastjson
-from pytest_clawswe.gateway.protocols import sse
+from pytest_clawswe.gateway.protocols import CHAT, provider_cost_of, sse
 from pytest_clawswe.gateway.service.replies import log
-from pytest_clawswe.gateway.protocols import CHAT, provider_cost_of
+from pytest_clawswe.gateway.upstream import failures, stream_redact
 
 
 class AnswerPassing:

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_clawswe.gateway.record import ledger
-from pytest_clawswe.gateway.scripted.model import ScriptedModel
 from pytest_clawswe.gateway.scripted.fixtures import scripted_for
-from pytest_clawswe.gateway.upstream.shaping import Shaping
+from pytest_clawswe.gateway.scripted.model import ScriptedModel
 from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
+from pytest_clawswe.gateway.upstream.shaping import Shaping
 from pytest_clawswe.usage import Usage
 
 TOKEN_PREFIX = "clawswe-"

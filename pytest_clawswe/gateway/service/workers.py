@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from aiohttp import web
 
 from pytest_clawswe.gateway.contract import STATE_FILE
-from pytest_clawswe.gateway.service.replies import log
 from pytest_clawswe.gateway.service.app import Gateway
+from pytest_clawswe.gateway.service.replies import log
 from pytest_clawswe.gateway.upstream.providers import Upstream
 
 

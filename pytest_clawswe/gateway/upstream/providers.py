@@ -85,8 +85,8 @@ def is_scripted(model: str) -> bool:
 def check_upstream(model: str, upstreams: list[Upstream] | tuple = ()) -> None:
     """Raise ValueError (one sentence) when `model` cannot be served: the runner calls this before
     starting anything."""
-    from pytest_clawswe.gateway.scripted.model import MODES
     from pytest_clawswe.gateway.scripted.fixtures import JUDGE_MODE, VISION_MODE
+    from pytest_clawswe.gateway.scripted.model import MODES
 
     if not model.strip():
         raise ValueError("No model was given: pass --model, e.g. --model scripted/gold or --model openrouter/<model>.")
