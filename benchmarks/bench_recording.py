@@ -95,7 +95,8 @@ class Variant(bg.Gateway):
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 own = (int(fields[11]) + int(fields[12])) / tick
-                if re.search(rb"gateway\.record(_|\.)writer", Path(f"/proc/{pid}/cmdline").read_bytes()):  # a before ref's too
+                # gateway.record.writer, or gateway.record_writer in a --before ref older than issue 33
+                if re.search(rb"gateway\.record(_|\.)writer", Path(f"/proc/{pid}/cmdline").read_bytes()):
                     writers += own
                 total += own
                 for task in Path(f"/proc/{pid}/task").iterdir():
@@ -168,8 +169,8 @@ def run(args) -> dict:
 
 
 def writer_cost(args) -> list[dict]:
-    """The record writer process alone (gateway/record/writer.py, gateway/record_writer.py before issue 33; of each code), fed the same calls through its stdin as
-    fast as it reads them: its CPU time per call (its interpreter's start taken off), for the bench's requests
+    """The record writer process alone (gateway/record/writer.py; gateway/record_writer.py before issue 33), of each
+    code, fed the same calls through its stdin as fast as it reads them: its CPU time per call (its interpreter's start taken off), for the bench's requests
     (plain and streamed answers) from --concurrency agents round robin, each with its own token and call file,
     new ones every --writer-run calls (as a run registers a token per instance and attempt)."""
     import secrets
