@@ -170,9 +170,10 @@ def run(args) -> dict:
 
 def writer_cost(args) -> list[dict]:
     """The record writer process alone (gateway/record/writer.py; gateway/record_writer.py before issue 33), of each
-    code, fed the same calls through its stdin as fast as it reads them: its CPU time per call (its interpreter's start taken off), for the bench's requests
-    (plain and streamed answers) from --concurrency agents round robin, each with its own token and call file,
-    new ones every --writer-run calls (as a run registers a token per instance and attempt)."""
+    code, fed the same calls through its stdin as fast as it reads them: its CPU time per call (its interpreter's
+    start taken off), for the bench's requests (plain and streamed answers) from --concurrency agents round robin,
+    each with its own token and call file, new ones every --writer-run calls (as a run registers a token per
+    instance and attempt)."""
     import secrets
 
     sys.path.insert(0, str(ROOT))

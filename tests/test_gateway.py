@@ -680,7 +680,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_xdist_worker_finds_the_gateway_through_the_state_dir(gateway):
-    code = ("import sys, json, openai; from pytest_clawswe.gateway import GatewayClient; from pytest_clawswe.harness.gateway_urls import openai_base_url; "
+    code = ("import sys, json, openai; from pytest_clawswe.gateway import GatewayClient; "
+            "from pytest_clawswe.harness.gateway_urls import openai_base_url; "
             "c = GatewayClient.from_state_dir(sys.argv[1]); t = c.register('worker__1', 'scripted/noop'); "
             "o = openai.OpenAI(base_url=openai_base_url(c.url), api_key=t, max_retries=0); "
             "r = o.chat.completions.create(model='m', messages=[{'role': 'user', 'content': 'hi'}]); "
