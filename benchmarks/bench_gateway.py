@@ -24,7 +24,7 @@ against the requests the stub answered × the stub's fixed usage. Added latency 
 the results, since this machine is shared.
 
 Writes benchmarks/results/gateway_load.json and .md. `--recording-ab` instead measures what recording every
-call (gateway/recorder.py) adds, recording on against off: benchmarks/results/gateway_recording.json and .md.
+call (gateway/record/calls.py) adds, recording on against off: benchmarks/results/gateway_recording.json and .md.
 """
 from __future__ import annotations
 
@@ -341,7 +341,7 @@ class Gateway(Target):
         full, or left by the gateway when wrk hung up at the end), each answered one with exactly the stub's
         usage, a cut one with it or (cut before the usage event) none; the admin API's totals (summed over
         the workers' fsynced files) equal to the files read here."""
-        from pytest_clawswe.gateway.ledger import read_records, usage_of
+        from pytest_clawswe.gateway.record.ledger import read_records, usage_of
         from pytest_clawswe.usage import Usage
 
         deadline = time.monotonic() + 15  # requests wrk left in flight finish after it stops
@@ -493,7 +493,7 @@ def run_grid(args) -> dict:
         if base and row["target"] != "none":
             row["added_p50_ms"] = round(row["p50_ms"] - base["p50_ms"], 2)
             row["added_p99_ms"] = round(row["p99_ms"] - base["p99_ms"], 2)
-    from pytest_clawswe.gateway.client import default_workers
+    from pytest_clawswe.gateway.contract import default_workers
 
     return {"machine": {"cores": os.cpu_count(), "uptime_before": uptime_before, "uptime_after": uptime_after,
                         "load_avg_at_end": [round(x, 2) for x in os.getloadavg()], "note": args.note},
@@ -559,7 +559,7 @@ def _one_request(conn, path: str, data: bytes, headers: dict) -> float:
 
 
 def recording_ab(args) -> dict:
-    """The cost of recording every call (gateway/recorder.py): two gateway processes, recording on and off
+    """The cost of recording every call (gateway/record/calls.py): two gateway processes, recording on and off
     (CLAWSWE_RECORD_CALLS), the same requests through each in alternating rounds (so the machine's other load
     falls on both alike): chat completions to the scripted model, plain and streamed, with a conversation of
     --record-kb KB (real requests of the demo runs are 29-58 KB). No wrk or nginx needed: the client's own cost
@@ -653,7 +653,7 @@ def submit_cost(raw: bytes, n: int = 2000) -> dict:
     from types import SimpleNamespace
 
     from pytest_clawswe.gateway.protocols import CHAT, Reply, ToolCall
-    from pytest_clawswe.gateway.recorder import Recorder, read_calls
+    from pytest_clawswe.gateway.record.calls import Recorder, read_calls
     from pytest_clawswe.usage import Usage
 
     sent = CHAT.render_stream(Reply("done", [ToolCall("exec", {"command": "ls -la"})]), Usage(1, 10, 5), "m",
@@ -729,7 +729,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(RESULTS / "gateway_load.json"))
     parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .json, no run")
     parser.add_argument("--recording-ab", action="store_true",
-                        help="only compare recording on and off (gateway/recorder.py); needs no wrk or nginx")
+                        help="only compare recording on and off (gateway/record/calls.py); needs no wrk or nginx")
     parser.add_argument("--record-kb", type=int, default=40, help="--recording-ab: the conversation's size")
     parser.add_argument("--record-rounds", type=int, default=6)
     parser.add_argument("--record-requests", type=int, default=60, help="per agent and round")

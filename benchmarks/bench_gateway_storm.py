@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from gateway_stub import rss, storm  # noqa: E402
 
 from pytest_clawswe.gateway import GatewayProcess  # noqa: E402
-from pytest_clawswe.gateway.server import MAX_BODY, MAX_INFLIGHT_BODIES  # noqa: E402
+from pytest_clawswe.gateway.service.app import MAX_BODY, MAX_INFLIGHT_BODIES  # noqa: E402
 
 
 def main() -> int:

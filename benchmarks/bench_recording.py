@@ -1,4 +1,4 @@
-"""What recording every call (gateway/recorder.py) costs the gateway at its ceiling and at 300 realistic streams.
+"""What recording every call (gateway/record/calls.py) costs the gateway at its ceiling and at 300 realistic streams.
 
     python benchmarks/bench_recording.py [--before REF] [--rounds 5] [--real-rounds 3] [--workers 2]
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import struct
 import subprocess
@@ -64,7 +65,7 @@ class Variant(bg.Gateway):
         """Once the record writers have written what the run handed them (a writer behind finishes after the run):
         the calls recorded, those without their request body, and the writers' CPU for them, added to the row's
         proxy CPU (measure() read the CPU before and after the run)."""
-        from pytest_clawswe.gateway.recorder import read_calls
+        from pytest_clawswe.gateway.record.calls import read_calls
 
         seen, still = -1, time.monotonic()
         deadline = still + 120
@@ -94,7 +95,8 @@ class Variant(bg.Gateway):
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 own = (int(fields[11]) + int(fields[12])) / tick
-                if b"record_writer" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                # gateway.record.writer, or gateway.record_writer in a --before ref older than issue 33
+                if re.search(rb"gateway\.record(_|\.)writer", Path(f"/proc/{pid}/cmdline").read_bytes()):
                     writers += own
                 total += own
                 for task in Path(f"/proc/{pid}/task").iterdir():
@@ -167,10 +169,11 @@ def run(args) -> dict:
 
 
 def writer_cost(args) -> list[dict]:
-    """The record writer process alone (record_writer.py, of each code), fed the same calls through its stdin as
-    fast as it reads them: its CPU time per call (its interpreter's start taken off), for the bench's requests
-    (plain and streamed answers) from --concurrency agents round robin, each with its own token and call file,
-    new ones every --writer-run calls (as a run registers a token per instance and attempt)."""
+    """The record writer process alone (gateway/record/writer.py; gateway/record_writer.py before issue 33), of each
+    code, fed the same calls through its stdin as fast as it reads them: its CPU time per call (its interpreter's
+    start taken off), for the bench's requests (plain and streamed answers) from --concurrency agents round robin,
+    each with its own token and call file, new ones every --writer-run calls (as a run registers a token per
+    instance and attempt)."""
     import secrets
 
     sys.path.insert(0, str(ROOT))
@@ -211,7 +214,7 @@ def writer_cost(args) -> list[dict]:
                     check_code(path or ROOT, env)
                     cpu = [_children_cpu_s()]
                     for feed in (b"", data):  # the interpreter's start alone, then with the calls
-                        subprocess.run([sys.executable, "-m", "pytest_clawswe.gateway.record_writer", str(out), "0",
+                        subprocess.run([sys.executable, "-m", _writer_module(path or ROOT), str(out), "0",
                                         str(64 << 20)], input=feed, env=env, check=True, cwd=path or ROOT)
                         cpu.append(_children_cpu_s())
                     lines = sum(p.read_bytes().count(b"\n") for p in (out / "calls").glob("*.jsonl"))
@@ -221,6 +224,13 @@ def writer_cost(args) -> list[dict]:
                                     "writer_cpu_us_per_call": round(spent * 1e6 / args.writer_calls, 1)})
                     print(json.dumps(results[-1]), flush=True)
     return results
+
+
+def _writer_module(code: Path) -> str:
+    """The record writer's module in that code (it moved into gateway/record/ in issue 33)."""
+    if (code / "pytest_clawswe" / "gateway" / "record" / "writer.py").is_file():
+        return "pytest_clawswe.gateway.record.writer"
+    return "pytest_clawswe.gateway.record_writer"
 
 
 def _children_cpu_s() -> float:

@@ -1,4 +1,4 @@
-"""What following the key across a streamed answer's events costs (issue 32 §3; gateway/stream_redact.py).
+"""What following the key across a streamed answer's events costs (issue 32 §3; gateway/upstream/stream_redact.py).
 
     python benchmarks/bench_stream_redact.py [--rounds 7] [--before A.json,...] [--after B.json,...]
                                              [--gateway-ab MAIN_SRC]
@@ -26,9 +26,9 @@ import statistics
 import time
 from pathlib import Path
 
-from pytest_clawswe.gateway import sse
-from pytest_clawswe.gateway.redact import for_key
-from pytest_clawswe.gateway.stream_redact import guard_for
+from pytest_clawswe.gateway.protocols import sse
+from pytest_clawswe.gateway.upstream.redact import for_key
+from pytest_clawswe.gateway.upstream.stream_redact import guard_for
 
 RESULTS = Path(__file__).parent / "results"
 KEY = "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"

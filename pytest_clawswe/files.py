@@ -1,8 +1,10 @@
-"""Files every benchmark writes: atomic writes (a crash leaves the old file or the new, never half of one) and run.json."""
+"""Files every benchmark writes: atomic writes (a crash leaves the old file or the new, never half of one), run.json,
+safe file names and the torn-line check of append-only JSONL files."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -35,3 +37,15 @@ def write_atomic(path: Path, text: str, private: bool = False) -> None:
 def load_run_info(run_dir: str | Path) -> dict:
     path = Path(run_dir) / "run.json"
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def safe_name(text: str, fill: str = "_") -> str:
+    """`text` as one file name: each character outside [A-Za-z0-9._-] becomes `fill`; never empty."""
+    return re.sub(r"[^A-Za-z0-9._-]", fill, text) or fill
+
+
+def ends_with_newline(path: Path) -> bool:
+    """Whether a non-empty file's last byte is a newline (else a process killed mid-line wrote its end)."""
+    with open(path, "rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"

@@ -35,11 +35,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # (importer, imported): why it is still there.
 LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 MAX_FUNCTION_LINES = 60
-# Functions over MAX_FUNCTION_LINES today, "module.name": why each is still there (issue 33's stage B empties it;
-# each is another part's to split, and its entry goes when that part lands).
+# Functions allowed over MAX_FUNCTION_LINES, "module.name": why each must stay long (none today).
 LONG_FUNCTION_EXCEPTIONS: dict[str, str] = {
-    "pytest_clawswe.gateway.answers._relay": "gw-regroup splits it into _pass_plain and _pass_stream (plan step 5)",
-    "pytest_clawswe.gateway.serve.serve": "gw-regroup splits the listeners' set-up from the workers' start (step 5)",
 }
 
 

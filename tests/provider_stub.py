@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from pytest_clawswe.gateway.protocols import CHAT, MESSAGES
-from pytest_clawswe.gateway.scripted import ScriptedModel
+from pytest_clawswe.gateway.scripted.model import ScriptedModel
 from pytest_clawswe.usage import Usage
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -88,7 +88,7 @@ def _marker(row: dict) -> str:
 
 
 # -- a provider that echoes the key back, split over stream events (issue 32 §3) ---------------------------------
-# The forms the gateway's redactor knows (gateway/redact.py), each as the text of the answer, and the ways to split
+# The forms the gateway's redactor knows (gateway/upstream/redact.py), each as the text of the answer, and the ways to split
 # it: over two events (cut in the middle of the key), one character per event; `tcp` > 0 cuts every event into
 # writes of that many bytes, so events and the key also straddle TCP chunks.
 KEY_FORMS = ("plain", "upper", "base64", "escaped")

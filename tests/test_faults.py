@@ -116,7 +116,7 @@ def test_gateway_killed_mid_request_then_resume(docker_client, python_demo, tmp_
     iid = python_demo.instance_id
     proc = bench(run_dir, f"{FAKES}:ChattyHarness", [iid], "--model", "scripted/noop",
                  env={"CLAWSWE_TEST_SECONDS": "20"})
-    from pytest_clawswe.gateway.ledger import read_records  # every gateway worker's file
+    from pytest_clawswe.gateway.record.ledger import read_records  # every gateway worker's file
 
     wait_for(lambda: len(read_records(run_dir / "gateway", iid)) >= 3, what="model requests")
     gateway_pid = json.loads((run_dir / "gateway" / "gateway.json").read_text())["pid"]

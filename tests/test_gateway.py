@@ -25,17 +25,9 @@ import anthropic  # noqa: E402  (the test extra: a missing SDK must fail, not sk
 import openai  # noqa: E402
 import pytest
 
-from pytest_clawswe.gateway import (
-    GatewayClient,
-    GatewayError,
-    GatewayProcess,
-    Upstream,
-    anthropic_base_url,
-    check_upstream,
-    openai_base_url,
-    read_usage,
-)
-from pytest_clawswe.gateway.upstream import resolve  # noqa: E402
+from pytest_clawswe.gateway import GatewayClient, GatewayError, GatewayProcess, Upstream, check_upstream, read_usage
+from pytest_clawswe.gateway.upstream.providers import resolve  # noqa: E402
+from pytest_clawswe.harness.gateway_urls import anthropic_base_url, openai_base_url
 from pytest_clawswe.usage import Usage  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
@@ -688,7 +680,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_xdist_worker_finds_the_gateway_through_the_state_dir(gateway):
-    code = ("import sys, json, openai; from pytest_clawswe.gateway import GatewayClient, openai_base_url; "
+    code = ("import sys, json, openai; from pytest_clawswe.gateway import GatewayClient; "
+            "from pytest_clawswe.harness.gateway_urls import openai_base_url; "
             "c = GatewayClient.from_state_dir(sys.argv[1]); t = c.register('worker__1', 'scripted/noop'); "
             "o = openai.OpenAI(base_url=openai_base_url(c.url), api_key=t, max_retries=0); "
             "r = o.chat.completions.create(model='m', messages=[{'role': 'user', 'content': 'hi'}]); "

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.gateway import GatewayProcess, Upstream
-from pytest_clawswe.gateway.redact import key_forms
+from pytest_clawswe.gateway.upstream.redact import key_forms
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gateway_stub import Stub, chat_answer, rss, sse, storm  # noqa: E402

@@ -10,8 +10,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from pytest_clawswe.gateway import GatewayProcess, Upstream, openai_base_url
-from pytest_clawswe.gateway.shaping import NAMES, ZEROCLAW_TOOLS, describe
+from pytest_clawswe.gateway import GatewayProcess, Upstream
+from pytest_clawswe.gateway.upstream.shaping import NAMES, ZEROCLAW_TOOLS, describe
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gateway_stub import Stub, chat_answer, sse  # noqa: E402

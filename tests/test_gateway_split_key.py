@@ -18,8 +18,9 @@ import anthropic
 import openai
 import pytest
 
-from pytest_clawswe.gateway import GatewayProcess, Upstream, anthropic_base_url, openai_base_url
-from pytest_clawswe.gateway.recorder import read_calls
+from pytest_clawswe.gateway import GatewayProcess, Upstream
+from pytest_clawswe.gateway.record.calls import read_calls
+from pytest_clawswe.harness.gateway_urls import anthropic_base_url, openai_base_url
 from pytest_clawswe.trajectory import atif
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_clawswe.gateway import sse
+from pytest_clawswe.gateway.protocols import sse
 
 EVENTS = [
     'event: message_start\ndata: {"type":"message_start"}\n\n',

@@ -1,4 +1,4 @@
-"""The gateway with several worker processes on one port (gateway/cluster.py): tokens, revocation, usage
+"""The gateway with several worker processes on one port (gateway/service/cluster.py): tokens, revocation, usage
 and the ledger stay exact whichever worker a connection lands on, a killed worker loses no answered
 request, and no worker outlives the gateway or the run that started it."""
 from __future__ import annotations
@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.gateway import GatewayProcess, read_usage
-from pytest_clawswe.gateway.ledger import read_records, usage_paths
+from pytest_clawswe.gateway.record.ledger import read_records, usage_paths
 
 WORKERS = 3
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
 def _children(pid: int, writers: bool = False) -> list[int]:
-    """The gateway's worker processes (with `writers`: also each process's call-record writer, record_writer.py)."""
+    """The gateway's worker processes (with `writers`: also each process's call-record writer, record/writer.py)."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
@@ -35,7 +35,7 @@ def _children(pid: int, writers: bool = False) -> list[int]:
 
 def _is_writer(pid: int) -> bool:
     try:
-        return b"record_writer" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"gateway.record.writer" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 
@@ -273,8 +273,8 @@ def test_deepseek_reasoning_memory_reaches_every_worker(tmp_path, monkeypatch):
 def test_the_transcript_is_the_longest_request_whichever_worker_recorded_it(cluster):
     """The calls of one attempt are recorded by whichever worker served them (calls/<id>@w<k>.jsonl): the transcript
     reads them all, in time order, and keeps the conversation of the longest request and the answer to it."""
-    from pytest_clawswe.gateway.ledger import read_records
-    from pytest_clawswe.gateway.recorder import calls_paths
+    from pytest_clawswe.gateway.record.calls import calls_paths
+    from pytest_clawswe.gateway.record.ledger import read_records
     from pytest_clawswe.wildclaw.transcript import from_calls, recorded_calls
 
     client = cluster.client()

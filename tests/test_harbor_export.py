@@ -16,7 +16,7 @@ from test_gateway import CONVERSATIONS, GOLD
 from pytest_clawswe.cli import main as clawswe_main
 from pytest_clawswe.errors import UserError
 from pytest_clawswe.gateway import GatewayProcess
-from pytest_clawswe.gateway.ledger import read_records
+from pytest_clawswe.gateway.record.ledger import read_records
 from pytest_clawswe.report.harbor import export
 
 pytestmark = pytest.mark.timeout(300)

@@ -80,7 +80,7 @@ def run_bench(pytester, monkeypatch, harness, model, run_dir, *args, ids=IDS, wo
 
 def gateway_records(run_dir: Path, instance_id: str) -> list[dict]:
     """What the gateway recorded for the instance's latest registration, one record per model request."""
-    from pytest_clawswe.gateway.ledger import read_records  # every gateway worker's file
+    from pytest_clawswe.gateway.record.ledger import read_records  # every gateway worker's file
 
     records = read_records(run_dir / "gateway", instance_id)
     latest = max((r["attempt"] for r in records), default=0)

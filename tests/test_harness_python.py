@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.gateway.ledger import read_records, usage_of
+from pytest_clawswe.gateway.record.ledger import read_records, usage_of
 from pytest_clawswe.harness.adapter import HarnessError
 from pytest_clawswe.harness.adapters.hermes import HermesHarness
 

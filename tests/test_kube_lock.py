@@ -22,7 +22,7 @@ LISTEN = ("perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalPort => 8
 @pytest.fixture(scope="module")
 def run(kube_cluster, docker_client, tmp_path_factory):
     """A run's namespace, its gateway where the nodes reach this machine, and the policies."""
-    from pytest_clawswe.gateway.client import GatewayProcess
+    from pytest_clawswe.gateway.control.process import GatewayProcess
     from pytest_clawswe.run.kube_run import KubeRun
 
     cluster = kube_cluster.cluster()

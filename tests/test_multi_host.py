@@ -212,9 +212,9 @@ def test_clawswe_clean_cleans_the_engine_it_is_given(second_engine, docker_clien
     engine2.networks.create(f"clawswe-{run_id}", internal=True, labels={LABEL_RUN: run_id})
     # the firewall rules a killed run left on that engine's host (relay.py)
     from pytest_clawswe.engine import hostguard
-    from pytest_clawswe.gateway import relay
+    from pytest_clawswe.gateway.control import relay
 
-    image = relay.ensure_image(docker_client, [engine2], progress=lambda m: None)
+    image = relay.ensure_relay_image(docker_client, [engine2], progress=lambda m: None)
     assert hostguard.remote_guard(engine2, image, f"clawswe-{run_id}", 20001, run_id) is None
     assert len(_rules(run_id, E2_NS)) == 2
     done = subprocess.run([sys.executable, "-m", "pytest_clawswe.cli", "clean", "--run-id", run_id,
@@ -249,7 +249,7 @@ def _post(url, token="", headers=None, path="/v1/chat/completions"):
 
 @pytest.mark.parametrize("workers", [1, 3])
 def test_the_relay_listener_believes_an_agent_address_only_with_its_engines_secret(tmp_path, workers):
-    from pytest_clawswe.gateway.client import GatewayProcess
+    from pytest_clawswe.gateway.control.process import GatewayProcess
 
     e2, e3 = "tcp://e2:2376", "tcp://e3:2376"
     with GatewayProcess.start(tmp_path / "gw", relay_hosts=["127.0.0.1"], workers=workers) as gateway:
@@ -298,10 +298,10 @@ def _probe(client, network, address, port):
 @pytest.fixture
 def e2_host_service(second_engine, docker_client):
     """A service on the second engine's host listening on every address (as an SSH daemon or a database would)."""
-    from pytest_clawswe.gateway import relay
+    from pytest_clawswe.gateway.control import relay
 
     engine2 = second_engine.client()
-    image = relay.ensure_image(docker_client, [engine2], progress=lambda m: None)
+    image = relay.ensure_relay_image(docker_client, [engine2], progress=lambda m: None)
     if not engine2.images.list(name="debian:bookworm-slim"):
         engines.copy_image(docker_client, engine2, "debian:bookworm-slim", progress=lambda m: None)
     port = 28999
@@ -362,7 +362,7 @@ def test_claude_code_scripted_gold_resolves_on_both_engines(second_engine, docke
     assert {v["docker_host"] for v in got.values()} == {LOCAL, second_engine.url}
     assert all(v["usage"]["requests"] >= 2 and v["usage"]["output_tokens"] > 0 for v in got.values()), got
     remote = next(k for k, v in got.items() if v["docker_host"] == second_engine.url)
-    from pytest_clawswe.gateway.ledger import read_records
+    from pytest_clawswe.gateway.record.ledger import read_records
 
     records = read_records(run_dir / "gateway", remote)  # every gateway worker's ledger file
     assert records and all(r["stream"] and r["status"] == 200 for r in records)  # streamed through the relay
@@ -375,11 +375,11 @@ def test_claude_code_scripted_gold_resolves_on_both_engines(second_engine, docke
 @pytest.mark.docker
 def test_a_relay_whose_host_cannot_reach_the_gateway_is_found_before_any_item(second_engine, docker_client):
     from pytest_clawswe.errors import InfraError
-    from pytest_clawswe.gateway import relay
+    from pytest_clawswe.gateway.control import relay
     from pytest_clawswe.run.clean import clean
 
     engine2 = second_engine.client()
-    image = relay.ensure_image(docker_client, [engine2], progress=lambda m: None)
+    image = relay.ensure_relay_image(docker_client, [engine2], progress=lambda m: None)
     run_id = f"h1-unreachable-{os.getpid()}"
     try:
         relay.start(engine2, image, run_id, "10.250.9.1", f"{second_engine.host_side_addr}:9", "secret")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.gateway import failures
+from pytest_clawswe.gateway.upstream import failures
 from pytest_clawswe.run import provider
 from pytest_clawswe.run.spending import counted_spend, over_max_cost, unit_prices
 

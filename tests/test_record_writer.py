@@ -1,4 +1,4 @@
-"""The call recorder's writer process (gateway/record_writer.py) on its own: what it writes for a call, how it
+"""The call recorder's writer process (gateway/record/writer.py) on its own: what it writes for a call, how it
 reads the pipe and when its lines reach the disk, and what it costs per call in work that does not depend on the
 machine's speed (redactors built, files opened). The record through a real gateway: tests/test_trajectory.py."""
 from __future__ import annotations
@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.gateway import fastjson, record_writer, redact
-from pytest_clawswe.gateway.reassemble import _events, _events_one_by_one
-from pytest_clawswe.gateway.recorder import frame, read_calls
+from pytest_clawswe.gateway import fastjson
+from pytest_clawswe.gateway.record import writer as record_writer
+from pytest_clawswe.gateway.record.calls import frame, read_calls
+from pytest_clawswe.gateway.record.reassemble import _events, _events_one_by_one
+from pytest_clawswe.gateway.upstream import redact
 
 ANSWER = b'{"choices":[{"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{}}'
 
@@ -119,7 +121,7 @@ def test_frames_are_read_whole_across_the_pipes_pieces():
 def test_the_writer_process_writes_what_it_read_before_it_waits_for_more(tmp_path):
     """Batched reads never hold a line back: with the pipe still open, every call sent is on disk; a frame that
     arrives in two pieces is written once whole; the end of the pipe ends the process."""
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_clawswe.gateway.record_writer", str(tmp_path), "0",
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_clawswe.gateway.record.writer", str(tmp_path), "0",
                              str(64 << 20)], stdin=subprocess.PIPE, env={**os.environ, "CLAWSWE_RECORDER_SECRETS": "[]"})
     assert proc.stdin is not None
     try:
@@ -161,7 +163,7 @@ def test_stream_events_are_read_as_one_by_one(data):
 def test_a_streamed_answer_with_a_null_choice_is_still_read_back():
     """A chunk whose choices hold a null (seen from OpenAI-compatible proxies) cost the call its line: the read-back
     raised (failed before: AttributeError)."""
-    from pytest_clawswe.gateway.reassemble import reassemble
+    from pytest_clawswe.gateway.record.reassemble import reassemble
 
     data = (b'data: {"model":"m","choices":[null]}\n\n'
             b'data: {"choices":[{"delta":{"content":"done"},"finish_reason":"stop"}],"usage":{"total_tokens":3}}\n\n'

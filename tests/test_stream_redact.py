@@ -1,4 +1,4 @@
-"""The streamed answer's guard (gateway/stream_redact.py) on its own: a key split anywhere over any number of deltas
+"""The streamed answer's guard (gateway/upstream/stream_redact.py) on its own: a key split anywhere over any number of deltas
 never comes out whole, the text around it comes out whole, and the events stay what each protocol's clients read.
 (Through a real gateway and the official SDKs: test_gateway_split_key.py.)"""
 from __future__ import annotations
@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from pytest_clawswe.gateway import sse
-from pytest_clawswe.gateway.redact import for_key
-from pytest_clawswe.gateway.stream_redact import guard_for
+from pytest_clawswe.gateway.protocols import sse
+from pytest_clawswe.gateway.upstream.redact import for_key
+from pytest_clawswe.gateway.upstream.stream_redact import guard_for
 
 KEY = "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"
 REDACTOR = for_key(KEY)

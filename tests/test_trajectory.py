@@ -15,10 +15,10 @@ from test_gateway import CONVERSATIONS, DUMMY_KEY, GOLD, KEY_ENV, stub  # noqa: 
 
 from pytest_clawswe.cli import main as clawswe_main
 from pytest_clawswe.gateway import GatewayProcess, Upstream
-from pytest_clawswe.gateway.ledger import USAGE_FIELDS, read_records
 from pytest_clawswe.gateway.protocols import BY_NAME, Reply, ToolCall
-from pytest_clawswe.gateway.reassemble import reassemble
-from pytest_clawswe.gateway.recorder import read_calls
+from pytest_clawswe.gateway.record.calls import read_calls
+from pytest_clawswe.gateway.record.ledger import USAGE_FIELDS, read_records
+from pytest_clawswe.gateway.record.reassemble import reassemble
 from pytest_clawswe.swe.benchmark import ClawSweBench
 from pytest_clawswe.trajectory.store import settled_calls
 from pytest_clawswe.trajectory.store import write_for_item as write_with_outcome
@@ -282,7 +282,7 @@ def test_a_killed_gateway_leaves_every_call_it_had_recorded(tmp_path):
         CONVERSATIONS["chat"](gateway.url, token, True)
         calls, records = _settled(gateway, token, "demo__killed")
         assert len(calls) == len(records) == 2
-        writers = subprocess.run(["pgrep", "-P", str(gateway.pid), "-f", "record_writer"], capture_output=True,
+        writers = subprocess.run(["pgrep", "-P", str(gateway.pid), "-f", "gateway.record.writer"], capture_output=True,
                                  text=True).stdout.split()
         assert len(writers) == 1
         os.kill(gateway.pid, signal.SIGKILL)
@@ -336,7 +336,7 @@ def test_a_writer_far_behind_costs_request_bodies_then_calls_never_the_gateways_
     import struct
     from types import SimpleNamespace
 
-    from pytest_clawswe.gateway import recorder as rec_module
+    from pytest_clawswe.gateway.record import calls as rec_module
 
     class Pipe:
         queued = 0

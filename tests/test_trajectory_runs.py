@@ -16,7 +16,7 @@ import pytest
 from atif_check import check
 from test_wildclaw_run import HARNESSES, bundle, run_wild
 
-from pytest_clawswe.gateway.ledger import USAGE_FIELDS, read_records
+from pytest_clawswe.gateway.record.ledger import USAGE_FIELDS, read_records
 from pytest_clawswe.trajectory.store import trajectory_path
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness, pytest.mark.timeout(3600)]

@@ -1,6 +1,6 @@
 """The WildClawBench transcript from the gateway's record of the calls (no Docker): streamed answers of each wire
 protocol, with a reasoning block and a tool call whose arguments arrive in pieces, go through the recorder's own
-writer (gateway/record_writer.py, the record the trajectories come from) and come out as the grader's messages;
+writer (gateway/record/writer.py, the record the trajectories come from) and come out as the grader's messages;
 side requests, a sub-agent and a compacted history; a record cut by its cap."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.gateway.ledger import make_record
-from pytest_clawswe.gateway.record_writer import Writer
-from pytest_clawswe.gateway.sse import encode
+from pytest_clawswe.gateway.protocols.sse import encode
+from pytest_clawswe.gateway.record.ledger import make_record
+from pytest_clawswe.gateway.record.writer import Writer
 from pytest_clawswe.usage import Usage
 from pytest_clawswe.wildclaw import transcript as tr
 

@@ -99,7 +99,7 @@ def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_c
     # the judge ran through the gateway on its own token: counted apart from the agent's requests
     assert judged["scores"]["summary_quality"] == 1.0
     assert judged["judge_usage"]["requests"] == 1 and judged["judge_usage"]["output_tokens"] > 0
-    from pytest_clawswe.gateway.ledger import read_records  # every gateway worker's file
+    from pytest_clawswe.gateway.record.ledger import read_records  # every gateway worker's file
 
     assert len(read_records(gold_dir / "gateway", f"{JUDGED}.judge")) == 1
     assert results(noop_dir)[JUDGED]["judge_usage"]["requests"] == 0  # no summary: nothing to judge

@@ -61,7 +61,7 @@ def test_the_grader_sees_the_agents_world_and_nothing_it_left_can_forge_or_outli
     assert "forged" not in forged["scores"] and forged["scores"]["judge_answered"] == 1.0
     # the grader's own judge call, counted; the detached process never got to spend the token after grade()
     assert forged["judge_usage"]["requests"] == 1, forged["judge_usage"]
-    from pytest_clawswe.gateway.ledger import read_records
+    from pytest_clawswe.gateway.record.ledger import read_records
 
     assert len(read_records(run_dir / "gateway", f"{FORGED}.judge")) == 1
 

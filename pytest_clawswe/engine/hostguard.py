@@ -87,7 +87,7 @@ def _run(family: str, *args: str) -> subprocess.CompletedProcess:
     return (_iptables if family == "iptables" else _ip6tables)(*args)
 
 
-# -- another engine's host (gateway/relay.py) ----------------------------------------------------------------------
+# -- another engine's host (gateway/control/relay.py) ------------------------------------------------------------------
 # The same rules in that host's INPUT chain, set by a short-lived container of the relay image (it has Debian's
 # iptables) with the host's network and NET_ADMIN: the engine API is the only way this machine reaches that host.
 _REMOTE_UNGUARD = r"""
@@ -120,7 +120,8 @@ def _remote(client, image: str, script: str, env: dict[str, str]) -> tuple[int, 
 
 
 def remote_guard(client, image: str, network: str, port: int, run_id: str) -> str | None:
-    """guard() on the host of the engine `client`, with `image` (gateway/relay.py). None when in place, else why not."""
+    """guard() on the host of the engine `client`, with `image` (gateway/control/relay.py). None when in place,
+    else why not."""
     env = {"TAG": COMMENT + run_id, "RUN_ID": run_id, "BRIDGE": bridge_of(client, network), "PORT": str(port),
            "ONLY_ORPHANS": ""}
     code, out = _remote(client, image, _REMOTE_GUARD, env)

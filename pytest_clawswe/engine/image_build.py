@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_clawswe.errors import BundleBuildError, InfraError, UserError
+from pytest_clawswe.files import safe_name
 
 
 def _docker():
@@ -122,7 +123,7 @@ def _build_lock(tag: str, progress: Callable[[str], None] | None = None):
     `progress`) and reuse it."""
     cache = Path(os.environ.get("CLAWSWE_CACHE", Path.home() / ".cache" / "clawswe"))
     cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ("build-" + re.sub(r"[^A-Za-z0-9._-]", "_", tag) + ".lock"), "w") as lock:
+    with open(cache / ("build-" + safe_name(tag) + ".lock"), "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

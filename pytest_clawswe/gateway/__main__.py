@@ -1,4 +1,7 @@
-"""`python -m pytest_clawswe.gateway serve --state-dir DIR [--host H] [--port P] [--upstream SPEC]...`"""
+"""`python -m pytest_clawswe.gateway serve --state-dir DIR [--host H] [--port P] [--upstream SPEC]...`
+
+What control/process.py starts: `serve` runs service/workers.py (the listeners, and the other workers, each started
+as `worker` by the first)."""
 from __future__ import annotations
 
 import argparse
@@ -7,8 +10,8 @@ import json
 import logging
 import sys
 
-from pytest_clawswe.gateway.serve import serve, serve_worker
-from pytest_clawswe.gateway.upstream import Upstream, upstreams_from_json
+from pytest_clawswe.gateway.service.workers import serve, serve_worker
+from pytest_clawswe.gateway.upstream.providers import Upstream, upstreams_from_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="an extra provider for models named NAME/<model>")
     run.add_argument("--upstreams-json", default="", help="extra providers as JSON (what GatewayProcess passes)")
     run.add_argument("--relay-host", action="append", default=[], metavar="ADDR",
-                     help="also listen here, for other engines' relays only (pytest_clawswe/gateway/relay.py)")
+                     help="also listen here, for other engines' relays only (pytest_clawswe/gateway/control/relay.py)")
     run.add_argument("--parent-pid", type=int, default=None, help="stop when this process is no longer the parent")
     run.add_argument("--workers", type=int, default=1,
                      help="worker processes on the one port (default 1; GatewayProcess passes its own default)")

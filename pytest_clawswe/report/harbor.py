@@ -34,9 +34,9 @@ class Scrubber:
     gateway tokens (their shape: the gateway keeps none on disk) out of every text the export writes."""
 
     def __init__(self) -> None:
-        from pytest_clawswe.gateway.redact import for_key
-        from pytest_clawswe.gateway.registry import TOKEN_PREFIX
-        from pytest_clawswe.gateway.upstream import builtin_upstreams
+        from pytest_clawswe.gateway.service.tokens import TOKEN_PREFIX
+        from pytest_clawswe.gateway.upstream.providers import builtin_upstreams
+        from pytest_clawswe.gateway.upstream.redact import for_key
 
         self.redactors = [for_key(key) for key in sorted({up.key() for up in builtin_upstreams()}) if key]
         # a token is the prefix and 32 URL-safe base64 characters (secrets.token_urlsafe(24))
@@ -177,7 +177,7 @@ def job_config(name: str, benchmark, info: dict, out: Path) -> dict:
 
 def _item_trials(run_dir: Path, benchmark, info: dict, item, job_dir: Path, prices) -> list[dict]:
     """Every attempt of one item as a trial: {"name", "result" (its TrialResult), "files" (path -> text)}."""
-    from pytest_clawswe.gateway.ledger import read_records
+    from pytest_clawswe.gateway.record.ledger import read_records
     from pytest_clawswe.trajectory.store import build_for_item
 
     item_id, folder, result = item

@@ -37,7 +37,7 @@ def spared(labels: dict[str, str], include_live: bool = False, spare_live_others
 def clean(client, run_id: str | None = None, dry_run: bool = False, include_live: bool = False,
           progress=print, spare_live_others: bool = False, remote: bool = False) -> int:
     """Remove a run's (None: every run's) leftovers from the engine `client`; `remote`: that engine's host
-    is another machine, whose firewall rules of the run go too (gateway/relay.py)."""
+    is another machine, whose firewall rules of the run go too (gateway/control/relay.py)."""
     found = leftovers(client, run_id)
     removed = 0
     for kind in ("containers", "volumes", "networks"):  # containers first: they hold the others
@@ -58,7 +58,7 @@ def clean(client, run_id: str | None = None, dry_run: bool = False, include_live
     # the host firewall rules of runs whose network is gone now (see hostguard)
     removed += unguard(run_id, only_orphans=True, dry_run=dry_run, progress=progress)
     if remote and not dry_run:
-        from pytest_clawswe.gateway.relay import unguard_engine
+        from pytest_clawswe.gateway.control.relay import unguard_engine
 
         removed += unguard_engine(client, run_id, only_orphans=True, progress=progress)
     return removed

@@ -115,7 +115,7 @@ def given_settings(config: pytest.Config) -> dict:
     check_prices_known(given)
     _check_harness(harness_cls, given["model"], given["harness_options"])
     if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
-        from pytest_clawswe.gateway.upstream import check_upstream
+        from pytest_clawswe.gateway.upstream.providers import check_upstream
 
         try:  # no model, no key: found before the run's network or gateway exists
             check_upstream(given["model"])

@@ -19,8 +19,8 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None 
     the model it must serve (its key is checked first), the agents' by default (a regrade's: its judge)."""
     from pytest_clawswe.engine.network import create_locked_network
     from pytest_clawswe.engine.registry import Registry
-    from pytest_clawswe.gateway import relay
-    from pytest_clawswe.gateway.run import start
+    from pytest_clawswe.gateway.control import relay
+    from pytest_clawswe.gateway.control.run_gateway import start_for_run
 
     local = [c for h, c in zip(hosts, clients) if not is_remote(h.url)]
     remote = [(h, c) for h, c in zip(hosts, clients) if is_remote(h.url)]
@@ -36,7 +36,7 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None 
                 (create_internet_network if internet else create_locked_network)(client, own, {LABEL_RUN: cfg.run_id})
         # the gateway listens for each engine's relay where this machine meets that engine's host
         towards = {h.name: local_address_towards(engine_address(h.url)) for h, _ in remote}
-        gateway = start(cfg.run_dir / "gateway", model or cfg.model, local[0] if local else None, cfg.network,
+        gateway = start_for_run(cfg.run_dir / "gateway", model or cfg.model, local[0] if local else None, cfg.network,
                         relay_hosts=sorted(set(towards.values())))
         if remote:
             why_not = relay.start_relays(cfg.run_id, cfg.network, gateway, [(h.name, c) for h, c in remote],

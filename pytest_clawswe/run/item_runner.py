@@ -25,8 +25,8 @@ from pytest_clawswe.labels import LABEL_RUN, owner_label
 from pytest_clawswe.run.result import ERROR
 
 if TYPE_CHECKING:
+    from pytest_clawswe.gateway.control.run_gateway import RunGateway
     from pytest_clawswe.run.ahead import Ahead
-    from pytest_clawswe.gateway.run import RunGateway
 
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
 
@@ -158,9 +158,9 @@ class ItemRunner:
 
     def join_run_gateway(self, engine: str = "") -> None:
         """Use the run's model gateway (the controller started it) when the harness calls a model; `engine`
-        names another machine's engine whose agents reach it through that engine's relay (gateway/relay.py)."""
+        names another machine's engine whose agents reach it through that engine's relay (gateway/control/relay.py)."""
         if self.harness.needs_model:
-            from pytest_clawswe.gateway.run import RunGateway
+            from pytest_clawswe.gateway.control.run_gateway import RunGateway
 
             cfg = self.config
             self.gateway = RunGateway(cfg.run_dir / "gateway", cfg.model, harness=cfg.harness_name,

@@ -87,9 +87,8 @@ class KubeRun:
             namespace.ensure(self.cluster, self.namespace, cfg.run_id, progress)
             port = 1  # no gateway: the locked policy allows nothing that listens
             if needs_model:
-                from pytest_clawswe.gateway.client import GatewayProcess
-                from pytest_clawswe.gateway.run import SCRIPTED_PREFIX
-                from pytest_clawswe.gateway.upstream import check_upstream
+                from pytest_clawswe.gateway.control.process import GatewayProcess
+                from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, check_upstream
 
                 if not model.startswith(SCRIPTED_PREFIX):
                     check_upstream(model)

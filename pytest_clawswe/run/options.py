@@ -116,7 +116,7 @@ def retries(value: int, flag: str) -> int:
 
 
 def shaping(setting: str, flag: str) -> str:
-    from pytest_clawswe.gateway.shaping import parse_setting
+    from pytest_clawswe.gateway.upstream.shaping import parse_setting
 
     try:
         parse_setting(setting)

@@ -1,6 +1,6 @@
 """When a provider's failure, not the agent, ended an instance; and the breaker that stops a run after a few.
 
-The gateway classifies every answer of the provider (gateway/failures.py) and writes the kind into the
+The gateway classifies every answer of the provider (gateway/upstream/failures.py) and writes the kind into the
 instance's ledger lines. When the agent has ended, its lines are read here (the same rule for every
 benchmark, item_runner.ItemRunner.provider_outcome):
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_clawswe.errors import InfraError
-from pytest_clawswe.gateway.failures import COST_LIMIT
+from pytest_clawswe.gateway.upstream.failures import COST_LIMIT
 
 STREAK_FILE = "provider-streak.jsonl"
 ADVICE = {"billing": "top up and --resume", "auth": "check the API key and --resume",
@@ -50,7 +50,7 @@ class Outcome:
 
 def judge(records: list[dict]) -> Outcome:
     """What an instance's ledger lines (its last attempt) say about its provider."""
-    from pytest_clawswe.gateway.ledger import failed_requests, provider_cost
+    from pytest_clawswe.gateway.record.ledger import failed_requests, provider_cost
 
     failed = failed_requests(records)
     cost_limit = any(r.get("failure") == COST_LIMIT for r in records)

@@ -130,7 +130,7 @@ class RunSession:
                 if self.gateway_process is None:
                     self.gateway_process = start_gateway(self.cfg, self.hosts, clients, model=self.gateway_model)
                 if not self.config.getoption("no_model_check"):
-                    from pytest_clawswe.gateway.model_check import check_model
+                    from pytest_clawswe.gateway.control.key_check import check_model
 
                     check_model(self.cfg.run_dir / "gateway", self.gateway_model)
             except BaseException:
@@ -375,7 +375,7 @@ def _add_disk_use(cfg: RunConfig, summary_file, items: int, records: list[dict])
 
 def _shaping_in_effect(cfg: RunConfig) -> dict | None:
     """What the gateway does to this run's requests (run.json), or None when the run calls no model."""
-    from pytest_clawswe.gateway.shaping import describe
+    from pytest_clawswe.gateway.upstream.shaping import describe
 
     try:
         return describe(cfg.model, cfg.harness_name, cfg.gateway_shaping)

@@ -1,14 +1,14 @@
 """The run's spending ceilings: --max-cost for the run, --max-instance-cost for one instance.
 
 The counted cost is the gateway's: every model request of the run is a line in <run dir>/gateway/usage/
-(ledger.py), written before its answer went out, by whichever xdist worker or gateway process served it.
+(gateway/record/ledger.py), written before its answer went out, by whichever xdist worker or gateway process served it.
 So every pytest process reads the same figure, and a resumed run counts what its earlier parts spent.
 
 --max-cost: before an item starts, the cost counted so far plus what the running items are likely to add
 (each running item: the mean cost of the instances that have finished, in this run) is compared with the
 ceiling; at or past it the item is not started (reported as skipped: not run, and --resume runs it).
 --max-instance-cost: the gateway is told the ceiling and the model's prices per token when the instance is
-registered, and refuses its calls once the instance's own records reach it (gateway/server.py).
+registered, and refuses its calls once the instance's own records reach it (gateway/service/app.py).
 """
 from __future__ import annotations
 

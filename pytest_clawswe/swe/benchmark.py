@@ -119,7 +119,7 @@ class ClawSweBench(Benchmark):
         runner.benchmark = type(self)
         from pytest_clawswe.engine.hosts import is_remote
 
-        # another machine's engine: its agents reach the gateway through its relay (gateway/relay.py)
+        # another machine's engine: its agents reach the gateway through its relay (gateway/control/relay.py)
         runner.join_run_gateway(engine=hosts[index].name if is_remote(hosts[index].url) else "")
         runner.host_name = hosts[index].name
         if index:  # images are built or pulled on the first engine and loaded from there

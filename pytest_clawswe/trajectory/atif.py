@@ -1,5 +1,5 @@
 """An ATIF trajectory (Agent Trajectory Interchange Format, Harbor's RFC 0001; SCHEMA_VERSION below) from the
-gateway's record of one attempt's model calls (pytest_clawswe/gateway/recorder.py).
+gateway's record of one attempt's model calls (pytest_clawswe/gateway/record/calls.py).
 
 Steps: the system prompt (source "system", when there is one), the task (source "user": the first user message),
 then one "agent" step per model request the gateway counted, in time order: the answer's text, reasoning and

@@ -12,8 +12,8 @@ import logging
 import time
 from pathlib import Path
 
-from pytest_clawswe.gateway.ledger import read_records
-from pytest_clawswe.gateway.recorder import read_calls
+from pytest_clawswe.gateway.record.calls import read_calls
+from pytest_clawswe.gateway.record.ledger import read_records
 from pytest_clawswe.trajectory import atif
 
 log = logging.getLogger("clawswe.trajectory")
@@ -74,7 +74,7 @@ def build_for_item(run_dir: Path, benchmark: str, item_id: str, result: dict, ou
                    timeout: float = SETTLE_S) -> list[tuple[int, dict]]:
     """(attempt, ATIF document) of every attempt the gateway saw for one item, in attempt order; `outcome` is the
     benchmark's word on the item (Benchmark.trajectory_outcome). Nothing is written."""
-    from pytest_clawswe.gateway.recorder import enabled
+    from pytest_clawswe.gateway.record.calls import enabled
 
     state_dir = Path(run_dir) / "gateway"
     calls, records = settled_calls(state_dir, item_id, timeout if enabled() else 0)  # off: nothing to wait for

@@ -38,7 +38,7 @@ class WildClawBench(Benchmark):
                                     "--model scripted/gold for a check without a key")
         self.options = options(config)  # before anything is written
         self._kept: list | None = None  # a regrade's tasks (select)
-        from pytest_clawswe.gateway.recorder import enabled
+        from pytest_clawswe.gateway.record.calls import enabled
 
         # a regrade grades the transcript the run kept; a run builds it from the record
         if not config.option.collectonly and self.regrade is None and not enabled():
@@ -78,7 +78,7 @@ class WildClawBench(Benchmark):
 
     def _select_kept(self) -> list:
         if self._kept is None:
-            from pytest_clawswe.gateway.upstream import check_upstream
+            from pytest_clawswe.gateway.upstream.providers import check_upstream
             from pytest_clawswe.wildclaw.regrade import kept_tasks
 
             try:  # the judge it cannot serve, before anything is written
@@ -124,7 +124,7 @@ class WildClawBench(Benchmark):
         return runner
 
     def check_engines(self, hosts: list, needs_model: bool) -> None:
-        # another machine's engine reaches the gateway through a relay there (gateway/relay.py); the task
+        # another machine's engine reaches the gateway through a relay there (gateway/control/relay.py); the task
         # runner does not hand its agents the relay yet
         from pytest_clawswe.engine.hosts import is_remote
 

@@ -83,7 +83,7 @@ class Grading:
 def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
     """grade()'s dict for the task whose run folder is `folder`, and notes for result.json's warnings;
     GradeError when there is none."""
-    from pytest_clawswe.gateway.client import openai_base_url
+    from pytest_clawswe.harness.gateway_urls import openai_base_url
 
     inputs = json.loads((folder / GRADING_FILE).read_text())
     task_id, workspace = inputs["task_id"], Path(inputs["workspace"])

@@ -148,7 +148,7 @@ class TaskRegrader(TaskRunner):
 
     def join_run_gateway(self, engine: str = "") -> None:
         """The gateway the session started for the judge (none when it started none)."""
-        from pytest_clawswe.gateway.run import RunGateway
+        from pytest_clawswe.gateway.control.run_gateway import RunGateway
 
         if (self.config.run_dir / "gateway" / "gateway.json").is_file():
             self.gateway = RunGateway(self.config.run_dir / "gateway", self.config.model,

@@ -53,19 +53,19 @@ class TaskRunner(TaskPhases, ItemRunner):
 
     # ------------------------------------------------------------------ gateway tokens
     def _register(self, instance_id: str, model: str, scripted: dict | None) -> str:
-        from pytest_clawswe.gateway.run import _unreachable_is_infra
+        from pytest_clawswe.gateway.control.run_gateway import _unreachable_is_infra
 
         with _unreachable_is_infra():
             return self.gateway.client.register(instance_id, model, scripted=scripted, ceiling=self.gateway.ceiling)
 
     def _revoke(self, token: str) -> None:
-        from pytest_clawswe.gateway.run import _unreachable_is_infra
+        from pytest_clawswe.gateway.control.run_gateway import _unreachable_is_infra
 
         with _unreachable_is_infra():
             self.gateway.client.unregister(token)
 
     def _usage(self, token: str) -> tuple[Usage, list[dict]]:
-        from pytest_clawswe.gateway.run import _unreachable_is_infra
+        from pytest_clawswe.gateway.control.run_gateway import _unreachable_is_infra
 
         with _unreachable_is_infra():
             usage, records = self.gateway.client.usage(token), self.gateway.client.requests(token)
@@ -105,7 +105,7 @@ class TaskRunner(TaskPhases, ItemRunner):
     def _task_env(self, task: Task, tools_token: str) -> dict[str, str]:
         import os
 
-        from pytest_clawswe.gateway.client import openai_base_url
+        from pytest_clawswe.harness.gateway_urls import openai_base_url
 
         env = {}
         for line in task.env:

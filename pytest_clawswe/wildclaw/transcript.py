@@ -1,5 +1,5 @@
 """The transcript graders read, in OpenClaw's session format, built from the gateway's record of the model calls
-(gateway/recorder.py: the same record the ATIF trajectories come from), so what a grader reads is what the harness
+(gateway/record/calls.py: the same record the ATIF trajectories come from), so what a grader reads is what the harness
 received, streamed or not, for every harness and wire protocol (chat, responses, messages).
 
 One JSON object per line: a `session` header, then `message` entries whose `message` has a role (`user`,
@@ -269,7 +269,7 @@ def _after_the_record(calls: list[dict], last: dict, transcript: list[dict]) -> 
 def recorded_calls(state_dir: Path, item_id: str, records: list[dict], timeout: float = SETTLE_S) -> list[dict]:
     """The attempt's calls, one per ledger line in `records` (the agent token's), each the recorded call once
     the recorder's writer has written it (it writes a moment after the ledger), else the ledger line itself."""
-    from pytest_clawswe.gateway.recorder import read_calls
+    from pytest_clawswe.gateway.record.calls import read_calls
 
     wanted = [r for r in records if r.get("request_id")]
     deadline = time.monotonic() + timeout

@@ -16,7 +16,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
-from pytest_clawswe.gateway import sse
+from pytest_clawswe.gateway.protocols import sse
 from pytest_clawswe.usage import Usage
 
 

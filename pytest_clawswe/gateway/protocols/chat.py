@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from pytest_clawswe.gateway import sse
+from pytest_clawswe.gateway.protocols import sse
 from pytest_clawswe.gateway.protocols.base import (
     Protocol,
     Reply,

@@ -1,7 +1,7 @@
 """Anthropic Messages: reading a request, the usage of an answer (plain or streamed), scripted replies."""
 from __future__ import annotations
 
-from pytest_clawswe.gateway import sse
+from pytest_clawswe.gateway.protocols import sse
 from pytest_clawswe.gateway.protocols.base import (
     Protocol,
     Reply,

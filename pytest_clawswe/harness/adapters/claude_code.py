@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.gateway.client import anthropic_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.adapters._bundled import (
     PROMPT,
@@ -29,6 +28,7 @@ from pytest_clawswe.harness.adapters._bundled import (
     BundledOptions,
 )
 from pytest_clawswe.harness.adapters._node_common import num, parse_json
+from pytest_clawswe.harness.gateway_urls import anthropic_base_url
 
 
 @dataclass

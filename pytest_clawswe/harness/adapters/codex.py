@@ -19,7 +19,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.gateway.client import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.adapters._bundled import (
     PROMPT,
@@ -30,6 +29,7 @@ from pytest_clawswe.harness.adapters._bundled import (
     BundledOptions,
 )
 from pytest_clawswe.harness.adapters._node_common import num, parse_jsonl
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 PROVIDER = "clawswe"
 TOKEN_ENV = "CLAWSWE_GATEWAY_TOKEN"

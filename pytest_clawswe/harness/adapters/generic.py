@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.gateway.client import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.adapters._bundled import STATE_ROOT, BundledHarness, BundledOptions
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 HOME = f"{STATE_ROOT}/generic"
 PACKAGE = f"{HOME}/genericagent"

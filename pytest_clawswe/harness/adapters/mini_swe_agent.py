@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pytest_clawswe.gateway.client import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.adapters._bundled import STATE_ROOT, BundledHarness, BundledOptions
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 HOME = f"{STATE_ROOT}/mini"
 CONFIG = f"{HOME}/clawswe.yaml"

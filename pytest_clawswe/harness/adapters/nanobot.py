@@ -18,9 +18,9 @@ import json
 from dataclasses import dataclass, field
 
 from pytest_clawswe.engine.framed import read_framed
-from pytest_clawswe.gateway.client import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.adapters._bundled import STATE_ROOT, BundledHarness, BundledOptions
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 HOME = f"{STATE_ROOT}/nanobot"
 CONFIG = f"{HOME}/config.json"

@@ -26,10 +26,10 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.gateway.client import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, HarnessError
 from pytest_clawswe.harness.adapters._bundled import BundledHarness, BundledOptions
 from pytest_clawswe.harness.adapters._node_common import num, parse_json
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 PROVIDER = "clawswe"
 TOKEN_ENV = "CLAWSWE_GATEWAY_TOKEN"

@@ -21,9 +21,9 @@ import shlex
 from dataclasses import dataclass, field
 
 from pytest_clawswe.engine.framed import read_framed
-from pytest_clawswe.gateway.client import openai_base_url
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, HarnessError
 from pytest_clawswe.harness.adapters._bundled import BundledHarness, BundledOptions
+from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 NO_BUNDLE = ("zeroclaw is on no package registry; build its bundle from your executable first: "
              "clawswe harness build zeroclaw --binary /path/to/zeroclaw")

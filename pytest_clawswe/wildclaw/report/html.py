@@ -47,7 +47,7 @@ def _criteria(scores: dict) -> str:
 
 def judge_record(run: Path, task_id: str) -> Path:
     """The gateway's record of the task's judge calls (the first gateway worker's file that has any)."""
-    from pytest_clawswe.gateway.recorder import calls_paths
+    from pytest_clawswe.gateway.record.calls import calls_paths
 
     paths = calls_paths(run / "gateway", f"{task_id}.judge")
     return next((p for p in paths if p.is_file()), paths[0])
@@ -55,7 +55,7 @@ def judge_record(run: Path, task_id: str) -> Path:
 
 def _verdict(run: Path, task_id: str) -> str:
     """What the judge last answered, e.g. 'score 1.0: lists every meeting' ('' when not recorded)."""
-    from pytest_clawswe.gateway.recorder import read_calls
+    from pytest_clawswe.gateway.record.calls import read_calls
 
     answers = [c["response"] for c in read_calls(run / "gateway", f"{task_id}.judge")
                if isinstance(c.get("response"), dict) and int(c.get("status") or 0) < 400]

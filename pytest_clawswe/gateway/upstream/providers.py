@@ -62,7 +62,7 @@ def builtin_upstreams() -> list[Upstream]:
                  "OPENAI_API_KEY"),
         Upstream("anthropic", anthropic if anthropic.endswith("/v1") else anthropic + "/v1",
                  "ANTHROPIC_API_KEY", "x-api-key"),
-        # the paper's other providers (their OpenAI-compatible endpoints; see gateway/shaping.py)
+        # the paper's other providers (their OpenAI-compatible endpoints; see gateway/upstream/shaping.py)
         Upstream("dashscope", os.environ.get("DASHSCOPE_BASE_URL", DASHSCOPE_URL).rstrip("/"), "DASHSCOPE_API_KEY"),
         Upstream("deepseek", os.environ.get("DEEPSEEK_BASE_URL", "https://api.deepseek.com/v1").rstrip("/"),
                  "DEEPSEEK_API_KEY"),
@@ -85,8 +85,8 @@ def is_scripted(model: str) -> bool:
 def check_upstream(model: str, upstreams: list[Upstream] | tuple = ()) -> None:
     """Raise ValueError (one sentence) when `model` cannot be served: the runner calls this before
     starting anything."""
-    from pytest_clawswe.gateway.scripted import MODES
-    from pytest_clawswe.gateway.scripted_fixtures import JUDGE_MODE, VISION_MODE
+    from pytest_clawswe.gateway.scripted.fixtures import JUDGE_MODE, VISION_MODE
+    from pytest_clawswe.gateway.scripted.model import MODES
 
     if not model.strip():
         raise ValueError("No model was given: pass --model, e.g. --model scripted/gold or --model openrouter/<model>.")

@@ -7,7 +7,7 @@ request body as the harness sent it and the answer as the harness received it, p
 provider keys, the instance's gateway token and the admin token in every form redact.py knows.
 
 Off the request's path and out of the gateway's process: `submit` (called once the answer went out) hands the
-raw request bytes, the bytes sent back and the ledger line to a writer process (record_writer.py) through a
+raw request bytes, the bytes sent back and the ledger line to a writer process (writer.py) through a
 pipe, as one write on the event loop; the writer reads the answer back, redacts and appends (every call it has
 read is flushed before it waits for more: an interrupted run keeps every call already recorded). The gateway's
 own interpreter does no JSON, redaction or disk work for it beyond the call's header, so the record takes
@@ -26,15 +26,15 @@ import asyncio
 import json
 import logging
 import os
-import re
 import secrets
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
+from pytest_clawswe.files import safe_name
 from pytest_clawswe.gateway import fastjson
-from pytest_clawswe.gateway.ledger import read_lines
+from pytest_clawswe.gateway.record.ledger import read_lines
 
 log = logging.getLogger("clawswe.gateway")
 
@@ -54,18 +54,14 @@ def cap_bytes() -> int:
     return int(float(os.environ.get("CLAWSWE_RECORD_MAX_MB", "64")) * 1024 * 1024)
 
 
-def _safe(instance_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", instance_id) or "_"
-
-
 def calls_path(state_dir: str | Path, instance_id: str, worker: int = 0) -> Path:
     suffix = f"@w{worker}" if worker else ""
-    return Path(state_dir) / DIR_NAME / f"{_safe(instance_id)}{suffix}.jsonl"
+    return Path(state_dir) / DIR_NAME / f"{safe_name(instance_id)}{suffix}.jsonl"
 
 
 def calls_paths(state_dir: str | Path, instance_id: str) -> list[Path]:
     first = calls_path(state_dir, instance_id)
-    return [first, *sorted(first.parent.glob(f"{_safe(instance_id)}@w*.jsonl"))]
+    return [first, *sorted(first.parent.glob(f"{safe_name(instance_id)}@w*.jsonl"))]
 
 
 def read_calls(state_dir: str | Path, instance_id: str, attempt: int | None = None) -> list[dict]:
@@ -172,7 +168,7 @@ class Recorder:
             [*self.secrets, *(u.key() for u in self.upstreams if u.key())])}
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "pytest_clawswe.gateway.record_writer", str(self.state_dir),
+                [sys.executable, "-m", "pytest_clawswe.gateway.record.writer", str(self.state_dir),
                  str(self.worker), str(cap_bytes())], stdin=subprocess.PIPE, env=env, close_fds=True)
         except OSError:
             log.exception("the call recorder could not start: calls are not recorded")

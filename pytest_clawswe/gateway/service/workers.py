@@ -1,4 +1,5 @@
-"""The gateway's listeners and worker processes: serve() in the run's gateway process, serve_worker() in each extra worker (cluster.py)."""
+"""The gateway's listeners and worker processes: serve() in the run's gateway process, serve_worker() in each
+extra worker (cluster.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -10,10 +11,10 @@ from collections.abc import Iterable
 
 from aiohttp import web
 
-from pytest_clawswe.gateway.client import STATE_FILE
-from pytest_clawswe.gateway.http import log
-from pytest_clawswe.gateway.server import Gateway
-from pytest_clawswe.gateway.upstream import Upstream
+from pytest_clawswe.gateway.contract import STATE_FILE
+from pytest_clawswe.gateway.service.app import Gateway
+from pytest_clawswe.gateway.service.replies import log
+from pytest_clawswe.gateway.upstream.providers import Upstream
 
 
 class _OneLineBadRequests(logging.Filter):
@@ -48,14 +49,13 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
                 parent_pid: int | None = None, relay_hosts: Iterable[str] = (), workers: int = 1) -> None:
     """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
     admin_token, pid, relay_urls) appears, atomically, once the sockets listen, and goes at a clean stop.
-    `relay_hosts`: one more listener on each, for other engines' relays only (pytest_clawswe/gateway/relay.py).
+    `relay_hosts`: one more listener on each, for other engines' relays only (gateway/control/relay.py).
     workers > 1: this process is worker 0 and starts the others on the same sockets (cluster.py)."""
-    import signal
     from pathlib import Path
 
     from pytest_clawswe.files import write_atomic
-    from pytest_clawswe.gateway import cluster
-    from pytest_clawswe.gateway.upstream import upstreams_to_json
+    from pytest_clawswe.gateway.service import cluster
+    from pytest_clawswe.gateway.upstream.providers import upstreams_to_json
 
     upstreams = list(upstreams)
     state_dir = Path(state_dir)
@@ -68,21 +68,9 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     gateway.registry.shared = workers > 1
     runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
     await runner.setup()
-    sock = cluster.listen_socket(host, port, shared=workers > 1)
-    await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
-    port = sock.getsockname()[1]
+    port, relay_urls = await _listen(gateway, runner, host, port, relay_hosts, shared=workers > 1)
     url = url_for(host, port)
-    relay_urls = {}
-    for relay_host in relay_hosts:
-        relay_sock = cluster.listen_socket(relay_host, 0, shared=workers > 1)
-        gateway.relay_sockets.add(tuple(relay_sock.getsockname()[:2]))
-        await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
-        relay_urls[relay_host] = url_for(relay_host, relay_sock.getsockname()[1])
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = _stop_on_signals()
     leader = None
     if workers > 1:
         leader = gateway.leader = cluster.Leader(gateway, state_dir, workers, host, port, upstreams_to_json(upstreams))
@@ -93,16 +81,7 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
                                          "relay_urls": relay_urls}), private=True)
     log.info("gateway listening on %s (pid %d, %d worker%s)", url, os.getpid(), workers, "s" * (workers > 1))
     try:
-        while not stop.is_set():
-            if parent_pid and os.getppid() != parent_pid:  # orphaned: the run is gone
-                log.info("parent process %d is gone; stopping", parent_pid)
-                break
-            if leader is not None:
-                await leader.supervise()
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=0.5)
-            except asyncio.TimeoutError:
-                pass
+        await _serve_until_stopped(stop, parent_pid, leader)
     finally:
         state_file.unlink(missing_ok=True)
         if leader is not None:  # the workers first: their ledger writes are flushed as they stop
@@ -111,15 +90,54 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
         log.info("gateway stopped")
 
 
+async def _listen(gateway: Gateway, runner: web.AppRunner, host: str, port: int, relay_hosts: Iterable[str],
+                  shared: bool) -> tuple[int, dict[str, str]]:
+    """The agents' listener and one per relay host: (the port it got, relay host -> URL)."""
+    from pytest_clawswe.gateway.service import cluster
+
+    sock = cluster.listen_socket(host, port, shared=shared)
+    await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
+    relay_urls = {}
+    for relay_host in relay_hosts:
+        relay_sock = cluster.listen_socket(relay_host, 0, shared=shared)
+        gateway.relay_sockets.add(tuple(relay_sock.getsockname()[:2]))
+        await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
+        relay_urls[relay_host] = url_for(relay_host, relay_sock.getsockname()[1])
+    return sock.getsockname()[1], relay_urls
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event SIGTERM and SIGINT set (the process stops cleanly: its records are flushed)."""
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _serve_until_stopped(stop: asyncio.Event, parent_pid: int | None, leader) -> None:
+    """Until a signal, or the parent is gone (an orphaned gateway: the run is gone); the leader keeps its workers."""
+    while not stop.is_set():
+        if parent_pid and os.getppid() != parent_pid:
+            log.info("parent process %d is gone; stopping", parent_pid)
+            break
+        if leader is not None:
+            await leader.supervise()
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=0.5)
+        except asyncio.TimeoutError:
+            pass
+
+
 async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -> None:
     """Worker `index` of several (cluster.py): listens once it knows every token, until SIGTERM, or until
     its leader (the parent) is gone."""
-    import os
-    import signal
     from pathlib import Path
 
-    from pytest_clawswe.gateway import cluster
-    from pytest_clawswe.gateway.upstream import upstreams_from_json
+    from pytest_clawswe.gateway.service import cluster
+    from pytest_clawswe.gateway.upstream.providers import upstreams_from_json
 
     state_dir = Path(state_dir)
     quiet_bad_requests()
@@ -128,16 +146,13 @@ async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -
     gateway.registry.shared = True
     runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
     await runner.setup()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = _stop_on_signals()
     follower = gateway.follower = cluster.Follower(gateway, index, settings["control_url"])
     try:
         await follower.start()  # the snapshot first: no request is refused for a token it does not know yet
         sock = cluster.listen_socket(settings["host"], settings["port"])
         await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
-        for relay_host, relay_port in settings.get("relay_sockets") or []:  # other engines' relays (gateway/relay.py)
+        for relay_host, relay_port in settings.get("relay_sockets") or []:  # other engines' relays (control/relay.py)
             gateway.relay_sockets.add((relay_host, relay_port))
             relay_sock = cluster.listen_socket(relay_host, relay_port)
             await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()

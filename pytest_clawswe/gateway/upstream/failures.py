@@ -1,6 +1,6 @@
 """What a provider's answer says when it is not an answer: its kind of failure and its reason, in one line.
 
-Every upstream answer the gateway relays is classified here (server.py), and the kind is written into its
+Every upstream answer the gateway relays is classified here (service/forward.py, service/answers.py), and the kind is written into its
 ledger line (`failure`, `reason`). The run reads those lines when an agent ends (provider.py) to tell a
 provider that failed the agent from an agent that failed its task.
 

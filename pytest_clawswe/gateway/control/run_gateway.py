@@ -9,18 +9,17 @@ import contextlib
 from pathlib import Path
 
 from pytest_clawswe.engine.network import network_host
-from pytest_clawswe.gateway.client import GatewayClient, GatewayError, GatewayProcess, read_usage
-from pytest_clawswe.gateway.upstream import check_upstream
+from pytest_clawswe.gateway.control.admin_api import GatewayClient, GatewayError, read_usage
+from pytest_clawswe.gateway.control.process import GatewayProcess
+from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, check_upstream
 from pytest_clawswe.usage import Usage
 
-SCRIPTED_PREFIX = "scripted/"
 
-
-def start(state_dir: Path, model: str, docker_client, network: str | None = None,
-          relay_hosts: list[str] | tuple = ()) -> GatewayProcess:
+def start_for_run(state_dir: Path, model: str, docker_client, network: str | None = None,
+                  relay_hosts: list[str] | tuple = ()) -> GatewayProcess:
     """Start the run's gateway where the agents' network reaches the host (`docker_client` None: no engine of
     the run is on this machine; the admin API on 127.0.0.1), plus a listener on each of `relay_hosts` for
-    other engines' relays (pytest_clawswe/gateway/relay.py).
+    other engines' relays (pytest_clawswe/gateway/control/relay.py).
 
     Raises ValueError (one sentence) when the model's provider has no key."""
     if not model.startswith(SCRIPTED_PREFIX):
@@ -32,8 +31,8 @@ def start(state_dir: Path, model: str, docker_client, network: str | None = None
 class RunGateway:
     """Per-process handle: register an instance, hand its container URL and token, read its usage.
 
-    `harness` and `shaping` ("auto", "off" or a comma list; see gateway/shaping.py) choose the model-side
-    shaping; gateway.shaping.describe(model, harness, shaping) says what it will be, for run.json."""
+    `harness` and `shaping` ("auto", "off" or a comma list; see gateway/upstream/shaping.py) choose the model-side
+    shaping; gateway.describe_shaping(model, harness, shaping) says what it will be, for run.json."""
 
     def __init__(self, state_dir: Path, model: str, harness: str = "", shaping: str | None = None,
                  engine: str = ""):
@@ -45,10 +44,10 @@ class RunGateway:
         self.tokens: dict[str, str] = {}
         self.records: dict[str, list[dict]] = {}  # an ended instance's ledger lines (its last attempt)
         self.ceiling: dict | None = None  # {"usd", "prices"}: --max-instance-cost, told to the gateway
-        # agents on another machine's engine reach the gateway through that engine's relay (gateway/relay.py)
+        # agents on another machine's engine reach the gateway through that engine's relay (gateway/control/relay.py)
         self.relay, self._relay_url = "", ""
         if engine:
-            from pytest_clawswe.gateway.relay import relay_url
+            from pytest_clawswe.gateway.control.relay import relay_url
 
             self._relay_url = relay_url(self.state_dir, engine)
             self.relay = engine if self._relay_url else ""

@@ -31,7 +31,14 @@ import shutil
 import subprocess
 
 from pytest_clawswe.gateway.protocols import Reply, RequestView
-from pytest_clawswe.gateway.scripted import HANG_MODE, MAX_TURNS, HangingModel, ScriptedModel, _shell_call, pick_shell
+from pytest_clawswe.gateway.scripted.model import (
+    HANG_MODE,
+    MAX_TURNS,
+    HangingModel,
+    ScriptedModel,
+    _shell_call,
+    pick_shell,
+)
 
 JUDGE_MODE = "judge"
 VISION_MODE = "vision"

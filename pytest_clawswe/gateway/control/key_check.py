@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.gateway.client import GatewayClient, GatewayError
-from pytest_clawswe.gateway.failures import TRANSIENT
-from pytest_clawswe.gateway.ledger import read_records
-from pytest_clawswe.gateway.upstream import is_scripted, resolve
+from pytest_clawswe.gateway.control.admin_api import GatewayClient, GatewayError
+from pytest_clawswe.gateway.record.ledger import read_records
+from pytest_clawswe.gateway.upstream.failures import TRANSIENT
+from pytest_clawswe.gateway.upstream.providers import is_scripted, resolve
 
 CHECK_ID = "_model-check"
 

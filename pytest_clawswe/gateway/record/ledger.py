@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from collections import OrderedDict, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pytest_clawswe.files import ends_with_newline, safe_name
 from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.usage import Usage
 
@@ -28,20 +28,16 @@ USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wri
 MAX_FIELD_CHARS = 200  # any string a request chose (its model name...) is cut to this in a record
 
 
-def _safe(instance_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", instance_id) or "_"
-
-
 def usage_path(state_dir: str | Path, instance_id: str, worker: int = 0) -> Path:
     # "@" never occurs in a safe name: one instance's worker files cannot be another instance's file
     suffix = f"@w{worker}" if worker else ""
-    return Path(state_dir) / "usage" / f"{_safe(instance_id)}{suffix}.jsonl"
+    return Path(state_dir) / "usage" / f"{safe_name(instance_id)}{suffix}.jsonl"
 
 
 def usage_paths(state_dir: str | Path, instance_id: str) -> list[Path]:
     """Every file holding records of the instance: worker 0's, then the other workers'."""
     first = usage_path(state_dir, instance_id)
-    return [first, *sorted(first.parent.glob(f"{_safe(instance_id)}@w*.jsonl"))]
+    return [first, *sorted(first.parent.glob(f"{safe_name(instance_id)}@w*.jsonl"))]
 
 
 def bounded(value: str, limit: int = MAX_FIELD_CHARS) -> str:
@@ -135,7 +131,7 @@ class Ledger:
         if fd is None:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-            if os.fstat(fd).st_size and not _ends_with_newline(path):  # a process killed mid-line wrote here
+            if os.fstat(fd).st_size and not ends_with_newline(path):  # a process killed mid-line wrote here
                 os.write(fd, b"\n")
             while len(self._fds) >= self.MAX_OPEN:  # no sync is under way when a group starts
                 os.close(self._fds.popitem(last=False)[1])
@@ -207,12 +203,6 @@ class Ledger:
 def _sync_all(fds: list[int]) -> None:
     for fd in fds:
         _sync(fd)
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(-1, os.SEEK_END)
-        return fh.read(1) == b"\n"
 
 
 def _settle(future: asyncio.Future, exc: BaseException | None) -> None:

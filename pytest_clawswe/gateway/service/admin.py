@@ -8,9 +8,9 @@ import secrets
 
 from aiohttp import web
 
-from pytest_clawswe.gateway.http import _json, log
-from pytest_clawswe.gateway.ledger import usage_of
-from pytest_clawswe.gateway.registry import Registration
+from pytest_clawswe.gateway.record.ledger import usage_of
+from pytest_clawswe.gateway.service.replies import _json, log
+from pytest_clawswe.gateway.service.tokens import Registration
 
 
 class AdminRoutes:

@@ -10,11 +10,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.gateway import ledger
-from pytest_clawswe.gateway.scripted import ScriptedModel
-from pytest_clawswe.gateway.scripted_fixtures import scripted_for
-from pytest_clawswe.gateway.shaping import Shaping
-from pytest_clawswe.gateway.upstream import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
+from pytest_clawswe.gateway.record import ledger
+from pytest_clawswe.gateway.scripted.fixtures import scripted_for
+from pytest_clawswe.gateway.scripted.model import ScriptedModel
+from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
+from pytest_clawswe.gateway.upstream.shaping import Shaping
 from pytest_clawswe.usage import Usage
 
 TOKEN_PREFIX = "clawswe-"
@@ -55,7 +55,7 @@ def _address(value: str) -> str:
         raise ValueError(f"register: {value!r} is not an IP address") from None
 
 
-class Registry:
+class TokenRegistry:
     def __init__(self, state_dir: str | Path, upstreams: list[Upstream] | tuple = (), worker: int = 0) -> None:
         self.state_dir = Path(state_dir)
         self.upstreams = list(upstreams)
@@ -69,7 +69,7 @@ class Registry:
                  harness: str = "", shaping: str | list[str] | None = None, relay: str = "",
                  ceiling: dict | None = None) -> Registration:
         """A new token for one run of one instance, usable only from `address` when one is given
-        (the container's address on the run network), and only through `relay` (an engine's relay, gateway/relay.py)
+        (the container's address on the run network), and only through `relay` (an engine's relay, gateway/control/relay.py)
         when one is given, else only directly. Raises ValueError for what it can't serve."""
         if not instance_id:
             raise ValueError("register needs an instance_id")

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 
-from pytest_clawswe.gateway import fastjson, sse
-from pytest_clawswe.gateway.redact import Redactor
+from pytest_clawswe.gateway import fastjson
+from pytest_clawswe.gateway.protocols import sse
+from pytest_clawswe.gateway.upstream.redact import Redactor
 
 _LINES = re.compile(rb"\r\n|\n|\r")
 

@@ -2,7 +2,7 @@
 calls refused once its own records (every worker's, this attempt's) priced per token reach it."""
 from __future__ import annotations
 
-from pytest_clawswe.gateway.ledger import USAGE_FIELDS
+from pytest_clawswe.gateway.record.ledger import USAGE_FIELDS
 
 
 def refusal(ceiling: dict) -> str:

@@ -2,7 +2,7 @@
 
 Model endpoints authenticate the per-instance token (Authorization: Bearer, x-api-key or api-key),
 then either the scripted model answers or the request is forwarded to the real provider with the
-real key. Both answers go through the same relay, which passes the bytes on (SSE event by SSE
+real key (forward.py). Both answers go through the same relay, which passes the bytes on (SSE event by SSE
 event when streamed), reads the usage out of them and records it for the instance.
 """
 from __future__ import annotations
@@ -16,19 +16,21 @@ from collections.abc import AsyncIterator, Iterable
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDict
 
-from pytest_clawswe.gateway import ceiling, failures, fastjson, redact, shaping
-from pytest_clawswe.gateway.admin import AdminRoutes
-from pytest_clawswe.gateway.answers import CLIENT_GONE, AnswerPassing, _response_headers
-from pytest_clawswe.gateway.auth import CallerAuth
-from pytest_clawswe.gateway.http import _error, _json, _kind, _refuse, _zero, log
-from pytest_clawswe.gateway.ledger import bounded, make_record
-from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, Protocol, Reply, ToolCall
-from pytest_clawswe.gateway.recorder import Recorder
-from pytest_clawswe.gateway.registry import Registry
-from pytest_clawswe.gateway.scripted import HangingModel, scripted_usage
-from pytest_clawswe.gateway.upstream import Upstream
+from pytest_clawswe.gateway import fastjson
+from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, Protocol
+from pytest_clawswe.gateway.record.calls import Recorder
+from pytest_clawswe.gateway.record.ledger import bounded, make_record
+from pytest_clawswe.gateway.scripted.model import HangingModel, scripted_usage
+from pytest_clawswe.gateway.service import cost_ceiling
+from pytest_clawswe.gateway.service.admin import AdminRoutes
+from pytest_clawswe.gateway.service.answers import CLIENT_GONE, AnswerPassing
+from pytest_clawswe.gateway.service.auth import CallerAuth
+from pytest_clawswe.gateway.service.forward import Forwarding, _upstream_headers, _with_usage_requested
+from pytest_clawswe.gateway.service.replies import _error, _json, _kind, _refuse, log
+from pytest_clawswe.gateway.service.tokens import TokenRegistry
+from pytest_clawswe.gateway.upstream import failures, redact
+from pytest_clawswe.gateway.upstream.providers import Upstream
 
 # The largest request body accepted. The largest real request of the scripted demo runs is 58 KB (Claude
 # Code; OpenClaw 41 KB, Hermes 29 KB; docs/fidelity.md), but a real run's request grows with its context: a 1M-token
@@ -39,40 +41,13 @@ MAX_BODY = int(float(os.environ.get("CLAWSWE_GATEWAY_MAX_BODY_MB", "16")) * 1024
 # which every SDK retries), so a storm of large requests cannot grow the gateway without bound.
 MAX_INFLIGHT_BODIES = int(float(os.environ.get("CLAWSWE_GATEWAY_INFLIGHT_MB", "256")) * 1024 * 1024)
 MAX_CONNECTIONS = 4096  # to the providers: 300 agents and their side requests all in flight at once
-UPSTREAM_PATH = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "/messages"}
-# never passed on: connection-level headers, the container's credentials, what aiohttp recomputes
-_DROP_REQUEST = {"host", "content-length", "authorization", "x-api-key", "api-key", "connection", "keep-alive",
-                 "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "accept-encoding", "cookie",
-                 "content-encoding",  # the body is re-encoded as plain JSON
-                 "x-clawswe-relay", "x-clawswe-agent"}  # a relay's secret and the address it saw (gateway/relay.py)
 HANG_LIMIT_S = 3600  # scripted/hang: the longest a request is held
 
 
-def _with_usage_requested(protocol: Protocol, body: dict) -> tuple[dict, bool]:
-    """Streamed chat reports usage only when asked; ask on the harness's behalf (and hide the
-    extra chunk from it), else the gateway could not count the tokens."""
-    if protocol is CHAT and body.get("stream") is True and not (body.get("stream_options") or {}).get("include_usage"):
-        return {**body, "stream_options": {**(body.get("stream_options") or {}), "include_usage": True}}, True
-    return body, False
-
-
-def _upstream_headers(request: web.Request, up: Upstream) -> CIMultiDict:
-    """The harness's headers (anthropic-version, betas, user agent...) with the real key instead of its token."""
-    headers = request.headers.copy()  # C-level copy, then the few dropped: quicker than filtering each
-    for name in _DROP_REQUEST:
-        headers.popall(name, None)
-    headers.update(up.auth_headers())
-    if up.auth == "x-api-key":
-        headers.setdefault("anthropic-version", "2023-06-01")
-    if up.name == "openrouter":
-        headers["X-Title"] = "pytest-clawswe"  # OpenRouter's app attribution
-    return headers
-
-
-class Gateway(CallerAuth, AnswerPassing, AdminRoutes):
+class Gateway(CallerAuth, Forwarding, AnswerPassing, AdminRoutes):
     def __init__(self, state_dir, upstreams: Iterable[Upstream] = (), admin_token: str = "",
                  max_body: int = MAX_BODY, worker: int = 0) -> None:
-        self.registry = Registry(state_dir, list(upstreams), worker)
+        self.registry = TokenRegistry(state_dir, list(upstreams), worker)
         self.leader = None  # cluster.Leader when this is worker 0 of several
         self.follower = None  # cluster.Follower when this is one of the other workers
         self.admin_token = admin_token
@@ -174,9 +149,9 @@ class Gateway(CallerAuth, AnswerPassing, AdminRoutes):
         result = None  # (response, status, usage, error); the 500 is built only when needed
         answered = self.registry.answering(reg)
         try:
-            if reg.ceiling and ceiling.reached(await self.registry.records(reg), reg.ceiling):
-                request["clawswe_failure"] = failures.Failure(failures.COST_LIMIT, ceiling.refusal(reg.ceiling))
-                result = (_error(protocol, 400, ceiling.refusal(reg.ceiling), "invalid_request_error"), 400, None,
+            if reg.ceiling and cost_ceiling.reached(await self.registry.records(reg), reg.ceiling):
+                request["clawswe_failure"] = failures.Failure(failures.COST_LIMIT, cost_ceiling.refusal(reg.ceiling))
+                result = (_error(protocol, 400, cost_ceiling.refusal(reg.ceiling), "invalid_request_error"), 400, None,
                           "cost limit")
             elif reg.scripted is not None:
                 result = await self._scripted(request, protocol, reg, body, len(raw))
@@ -243,85 +218,6 @@ class Gateway(CallerAuth, AnswerPassing, AdminRoutes):
             await asyncio.sleep(0.2)
         return _error(protocol, 504, "scripted/hang never answers.", "timeout"), 504, None, "hang"
 
-    async def _forward(self, request, protocol, reg, body):
-        up = reg.upstream
-        key = up.key()
-        if not key:
-            message = f"The gateway has no key for {up.name}: {up.key_env} is not set on the host."
-            return _error(protocol, 502, message, "api_error"), 502, None, "no upstream key"
-        shape = reg.shaping
-        wire = protocol  # what the provider is spoken to in
-        wants_stream = body.get("stream") is True
-        body = shape.filter_tools(protocol.name, {**body, "model": reg.upstream_model})
-        if protocol is RESPONSES and "zeroclaw_responses_chat" in shape:
-            wire, body = CHAT, shaping.responses_to_chat(body)
-        if wire is CHAT:
-            body = shape.chat_request(body)
-        rebuild = wire is not protocol or ("zeroclaw_no_stream" in shape and wants_stream)
-        if rebuild:  # the provider answers in one piece; the harness gets its own protocol back
-            body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
-            body["stream"] = False
-        body, hide_usage = _with_usage_requested(wire, body)
-        url = up.base_url + UPSTREAM_PATH[wire]
-        if request.query_string:
-            url += "?" + request.query_string
-        headers = _upstream_headers(request, up)
-        forms = redact.for_key(key)
-        try:
-            async with self.http.post(url, data=fastjson.dumps(body), headers=headers) as upstream:
-                out_headers = _response_headers(upstream.headers, forms)
-                if rebuild and upstream.status < 400:
-                    data = await upstream.read()
-                    return self._rebuilt(protocol, wire, data, wants_stream, reg, request, forms)
-                collector = shape.stream_collector() if wire is CHAT else None
-                return await self._relay(request, protocol, upstream.status, out_headers,
-                                         upstream.content.iter_any(), hide_usage, forms, shape, collector,
-                                         share=lambda: self._share(reg), drain=upstream.content.read_nowait)
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            reason = type(exc).__name__
-            message = f"The gateway could not reach {up.name} ({reason})."
-            return _error(protocol, 502, message, "api_error"), 502, None, f"upstream unreachable: {reason}"
-
-    def _rebuilt(self, protocol, wire, data, wants_stream, reg, request, forms):
-        """A one-piece Chat Completions answer, told to the harness in the protocol and mode it asked for."""
-        data = forms.scrub(data)  # before its text is cut into stream events: a key must not be cut in two
-        try:
-            obj = json.loads(data)
-            message = obj["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            message = None
-        if not isinstance(message, dict):
-            request["clawswe_failure"] = failures.of_answer(200, forms.scrub(data))  # an error in a 200
-            return (_error(protocol, 502, "The provider's answer could not be read.", "api_error"), 502, None,
-                    "unreadable upstream answer")
-        reg.shaping.remember(message)
-        usage = wire.usage_from_body(obj)
-        calls = [ToolCall((c.get("function") or {}).get("name") or "", (c.get("function") or {}).get("arguments")
-                          or "{}", c.get("id") or "") for c in message.get("tool_calls") or [] if isinstance(c, dict)]
-        reply = Reply(message.get("content") or "", calls)
-        model = bounded(str(obj.get("model") or reg.upstream_model))
-        if wants_stream:
-            body = {"stream_options": {"include_usage": True}} if protocol is CHAT else {}
-            events = [forms.scrub(e) for e in protocol.render_stream(reply, usage or _zero(), model, body)]
-            response = web.Response(status=200, body=b"".join(events),
-                                    headers={"Content-Type": "text/event-stream; charset=utf-8"})
-        else:
-            rendered = json.dumps(protocol.render(reply, usage or _zero(), model, {})).encode()
-            response = web.Response(status=200, body=forms.scrub(rendered),
-                                    headers={"Content-Type": "application/json"})
-        return response, 200, usage, None if usage else "no usage in the answer"
-
-    async def _share(self, reg) -> None:
-        """Several workers: reasoning remembered here reaches the others before the harness can go on."""
-        if not reg.shaping.unshared:
-            return
-        peer = self.leader or self.follower
-        try:
-            if peer is not None:
-                await peer.share(reg)
-        except Exception:  # the answer still goes out; only a later turn on another worker misses it
-            log.exception("could not share the reasoning memory of %s", reg.instance_id)
-
     async def count_tokens(self, request: web.Request) -> web.StreamResponse:
         """Anthropic's token counter (Claude Code may call it): free, so not counted as a request."""
         reg = self._authenticate(request)
@@ -351,8 +247,3 @@ class Gateway(CallerAuth, AnswerPassing, AdminRoutes):
 async def _aiter(items) -> AsyncIterator[bytes]:
     for item in items:
         yield item
-
-
-# ---------------------------------------------------------------------- the service process
-
-

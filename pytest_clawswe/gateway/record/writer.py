@@ -1,8 +1,8 @@
-"""The call recorder's writer process (recorder.py starts one per gateway process): reads calls from its stdin
-(recorder.frame), reads each answer back into one turn (reassemble.py), redacts every secret it knows in every
-form (redact.py) and appends one line per call to DIR/calls/<instance>[@w<k>].jsonl, until its stdin ends.
+"""The call recorder's writer process (calls.py starts one per gateway process): reads calls from its stdin
+(calls.frame), reads each answer back into one turn (reassemble.py), redacts every secret it knows in every
+form (upstream/redact.py) and appends one line per call to DIR/calls/<instance>[@w<k>].jsonl, until its stdin ends.
 
-    python -m pytest_clawswe.gateway.record_writer STATE_DIR WORKER CAP_BYTES
+    python -m pytest_clawswe.gateway.record.writer STATE_DIR WORKER CAP_BYTES
 
 It reads whatever the pipe holds at once and writes those calls' lines with one flush per file before it waits
 for more: every call it has read is on disk whenever it waits (an interrupted run keeps every call recorded so
@@ -19,9 +19,11 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
-from pytest_clawswe.gateway import fastjson, redact
-from pytest_clawswe.gateway.reassemble import reassemble
-from pytest_clawswe.gateway.recorder import SECRETS_ENV, calls_path
+from pytest_clawswe.files import ends_with_newline
+from pytest_clawswe.gateway import fastjson
+from pytest_clawswe.gateway.record.calls import SECRETS_ENV, calls_path
+from pytest_clawswe.gateway.record.reassemble import reassemble
+from pytest_clawswe.gateway.upstream import redact
 
 SLIM_RESPONSE_BYTES = 64 * 1024  # past the cap, an answer up to this size is still kept
 MAX_OPEN = 2048  # files kept open: one per instance of the gateway process (300 agents at once: 300 files)
@@ -154,7 +156,7 @@ class Writer:
             out = open(path, "ab")
             if instance not in self._used:
                 self._used[instance] = out.tell()  # a resumed run: what the file holds counts
-                if out.tell() and not _ends_with_newline(path):  # a process killed mid-line wrote here
+                if out.tell() and not ends_with_newline(path):  # a process killed mid-line wrote here
                     out.write(b"\n")
             while len(self._files) >= self._max_open:
                 self._files.popitem(last=False)[1].close()  # type: ignore[attr-defined]  (closing flushes)
@@ -180,12 +182,6 @@ def _open_files_allowed(wanted: int) -> int:
         return max(16, min(wanted, soft - 64) if soft != resource.RLIM_INFINITY else wanted)
     except (ImportError, OSError, ValueError):
         return 200
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(-1, os.SEEK_END)
-        return fh.read(1) == b"\n"
 
 
 def frames(pending: bytearray):

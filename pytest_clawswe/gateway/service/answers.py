@@ -8,9 +8,10 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from pytest_clawswe.gateway import failures, fastjson, sse, stream_redact
-from pytest_clawswe.gateway.http import log
-from pytest_clawswe.gateway.protocols import CHAT, provider_cost_of
+from pytest_clawswe.gateway import fastjson
+from pytest_clawswe.gateway.protocols import CHAT, provider_cost_of, sse
+from pytest_clawswe.gateway.service.replies import log
+from pytest_clawswe.gateway.upstream import failures, stream_redact
 
 
 class AnswerPassing:
@@ -19,31 +20,37 @@ class AnswerPassing:
     async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
                      forms, shape=None, collector=None, share=None, drain=None):
         """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
-
-        def scrub(data: bytes) -> bytes:  # a provider error may echo the key: it must not reach a container
-            return forms.scrub(data) if forms else data
-
+        scrub = forms.scrub if forms else _unchanged  # a provider error may echo the key: it must not reach a container
         headers = CIMultiDict(headers)
-        is_stream = headers.get("Content-Type", "").startswith("text/event-stream")
-        if not is_stream:
-            data = b"".join([c async for c in chunks])
-            usage, error = None, None
-            if forms:  # the scripted model's answers are never failures
-                request["clawswe_failure"] = failures.of_answer(status, scrub(data))
-            try:
-                obj = fastjson.loads(data)
-                if isinstance(obj, dict) and status < 400:
-                    usage = protocol.usage_from_body(obj)
-                    request["clawswe_provider_cost"] = provider_cost_of(obj.get("usage"))
-                    if shape is not None and protocol is CHAT:
-                        for choice in obj.get("choices") or []:
-                            shape.remember((choice or {}).get("message"))
-            except ValueError:
-                error = "response is not JSON" if status < 400 else None
-            if status >= 400:
-                error = f"upstream status {status}"
-            return web.Response(status=status, body=scrub(data), headers=headers), status, usage, error
+        if not headers.get("Content-Type", "").startswith("text/event-stream"):
+            return await self._pass_plain(request, protocol, status, headers, chunks, forms, scrub, shape)
+        return await self._pass_stream(request, protocol, status, headers, chunks, hide_usage, forms, scrub,
+                                       collector, share, drain)
 
+    @staticmethod
+    async def _pass_plain(request, protocol, status, headers, chunks, forms, scrub, shape):
+        """An answer in one piece: read whole, its usage (and reasoning to remember) read out, passed on."""
+        data = b"".join([c async for c in chunks])
+        usage, error = None, None
+        if forms:  # the scripted model's answers are never failures
+            request["clawswe_failure"] = failures.of_answer(status, scrub(data))
+        try:
+            obj = fastjson.loads(data)
+            if isinstance(obj, dict) and status < 400:
+                usage = protocol.usage_from_body(obj)
+                request["clawswe_provider_cost"] = provider_cost_of(obj.get("usage"))
+                if shape is not None and protocol is CHAT:
+                    for choice in obj.get("choices") or []:
+                        shape.remember((choice or {}).get("message"))
+        except ValueError:
+            error = "response is not JSON" if status < 400 else None
+        if status >= 400:
+            error = f"upstream status {status}"
+        return web.Response(status=status, body=scrub(data), headers=headers), status, usage, error
+
+    async def _pass_stream(self, request, protocol, status, headers, chunks, hide_usage, forms, scrub, collector,
+                           share, drain):
+        """A streamed answer passed on event by event (its last bytes held back), its usage read on the way."""
         response = web.StreamResponse(status=status, headers=headers)
         if self.recorder.on:
             response["trajectory_sent"] = []  # trajectory: the bytes the harness got, for the recorder
@@ -160,6 +167,10 @@ CLIENT_GONE = 499  # status recorded when the harness hung up before the answer 
 
 class _ClientGone(Exception):
     pass
+
+
+def _unchanged(data: bytes) -> bytes:
+    return data
 
 
 def _response_headers(headers, forms) -> CIMultiDict:

@@ -5,7 +5,8 @@ import hashlib
 
 from aiohttp import web
 
-from pytest_clawswe.gateway.registry import Registration
+from pytest_clawswe.gateway.contract import RELAY_AGENT_HEADER, RELAY_SECRET_HEADER
+from pytest_clawswe.gateway.service.tokens import Registration
 
 
 class CallerAuth:
@@ -37,12 +38,6 @@ class CallerAuth:
             if reg is not None:
                 return reg
         return None
-
-
-RELAY_SECRET_HEADER = "X-Clawswe-Relay"  # as pytest_clawswe/gateway/relay.py's relay sets them
-
-
-RELAY_AGENT_HEADER = "X-Clawswe-Agent"
 
 
 def _tokens(headers) -> list[str]:

@@ -107,7 +107,7 @@ class Leader:
                "--index", str(index), "--parent-pid", str(os.getpid())]
         settings = {"host": self.host, "port": self.port, "control_url": self.control_url,
                     "admin_token": self.gateway.admin_token, "upstreams_json": self.upstreams_json,
-                    "relay_sockets": sorted(self.gateway.relay_sockets)}  # other engines' relays (gateway/relay.py)
+                    "relay_sockets": sorted(self.gateway.relay_sockets)}  # other engines' relays (gateway/control/relay.py)
         process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=None, stderr=None)  # the leader's log
         assert process.stdin is not None
         process.stdin.write(json.dumps(settings).encode())  # the secret never on a command line

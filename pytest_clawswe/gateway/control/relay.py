@@ -4,7 +4,7 @@ The gateway runs on the pytest machine. An agent on a remote engine sits on that
 reaches only its own host (the bridge's address) and there only one port (hostguard.remote_guard). On that port
 a relay (Debian's nginx, in a container with the host's network) forwards each request to the gateway's relay
 listener, unbuffered (streamed answers pass event by event), adding the agent's address and the engine's relay
-secret. The gateway believes the address only with the secret (gateway/server.py) and binds each token to
+secret. The gateway believes the address only with the secret (gateway/service/app.py) and binds each token to
 (engine, address): container subnets may repeat across engines. The secret is in the relay's config file only
 (copied into the container, not in its environment or labels), never in the run folder or a log.
 """
@@ -39,8 +39,8 @@ def image_tag() -> str:
     return f"{IMAGE_REPO}:{hashlib.sha256((IMAGE_DIR / 'Dockerfile').read_bytes()).hexdigest()[:12]}"
 
 
-def ensure_image(build_client, clients: list, progress: Callable[[str], None] = lambda line: None,
-                 via=None) -> str:
+def ensure_relay_image(build_client, clients: list, progress: Callable[[str], None] = lambda line: None,
+                       via=None) -> str:
     """The relay image on every engine in `clients`: built once on `build_client`, loaded into the others
     (through the registry `via` when the run has one)."""
     from pytest_clawswe.engine.hosts import transfer
@@ -62,8 +62,8 @@ def ensure_image(build_client, clients: list, progress: Callable[[str], None] = 
 # -- the relay container -----------------------------------------------------------------------------------
 def nginx_conf(listen: str, port: int, upstream: str, secret: str) -> str:
     """Pass everything but the admin API on, unbuffered both ways; the agent's own relay headers are replaced."""
-    from pytest_clawswe.gateway.auth import RELAY_AGENT_HEADER as AGENT_HEADER  # the address the relay saw
-    from pytest_clawswe.gateway.auth import RELAY_SECRET_HEADER as SECRET_HEADER
+    from pytest_clawswe.gateway.contract import RELAY_AGENT_HEADER as AGENT_HEADER  # the address the relay saw
+    from pytest_clawswe.gateway.contract import RELAY_SECRET_HEADER as SECRET_HEADER
 
     return f"""worker_processes 1;
 error_log stderr warn;
@@ -171,7 +171,7 @@ def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[
     from pytest_clawswe.engine.hostguard import remote_guard
     from pytest_clawswe.files import write_atomic
 
-    image = ensure_image(build_client, [c for _, c in engines], progress, via)
+    image = ensure_relay_image(build_client, [c for _, c in engines], progress, via)
     admin = gateway.client()
     urls: dict[str, str] = {}
     warnings: list[tuple[str, str]] = []
