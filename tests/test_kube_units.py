@@ -12,6 +12,7 @@ import pytest
 from pytest_clawswe.engine.kube import lock, pod_exec
 from pytest_clawswe.engine.kube.api import dns_label, label_value, labels_and_annotations
 from pytest_clawswe.engine.kube.pod_spec import LABEL_NETWORK, network_label, pod_body, quantity
+from pytest_clawswe.engine.workspace import OutputTail
 
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 NETPOL = Path(__file__).resolve().parents[1] / "scripts" / "kube-netpol.py"
@@ -88,7 +89,7 @@ def test_exec_status():
 
 
 def test_tail_keeps_the_end():
-    tail = pod_exec.Tail(10)
+    tail = OutputTail(10)
     for _ in range(5):
         tail.add(b"0123456789")
     assert tail.value() == b"0123456789" and tail.truncated

@@ -16,7 +16,15 @@ import docker.errors
 
 from pytest_clawswe.engine.archive import CopyReport, copy_framed
 from pytest_clawswe.engine.client import docker_client  # noqa: F401  (its old home)
-from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_EXEC_OUTPUT, MAX_READ_BYTES, BaseWorkspace, ExecResult
+from pytest_clawswe.engine.workspace import (
+    MAX_COPY_BYTES,
+    MAX_EXEC_OUTPUT,
+    MAX_READ_BYTES,
+    BaseWorkspace,
+    ExecResult,
+    OutputTail,
+    tar_for_copy_in,
+)
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_alive, owner_label  # noqa: F401
 
@@ -138,7 +146,7 @@ class Workspace(BaseWorkspace):
         try:
             exec_id = api.exec_create(self.container.id, argv, workdir=kwargs.get("workdir"),
                                       environment=kwargs.get("env"), user=kwargs.get("user") or "")["Id"]
-            out, err = _Tail(cap), _Tail(cap)
+            out, err = OutputTail(cap), OutputTail(cap)
             for chunk_out, chunk_err in api.exec_start(exec_id, stream=True, demux=True):
                 out.add(chunk_out)
                 err.add(chunk_err)
@@ -153,7 +161,7 @@ class Workspace(BaseWorkspace):
         # deleted its shell or filled its disk: no log file inside, no `sh` to read one back).
         api = self.client.api
         start = time.monotonic()
-        tail = _Tail(max_output)
+        tail = OutputTail(max_output)
         try:
             exec_id = api.exec_create(self.container.id, argv, workdir=workdir, environment=env, user=user)["Id"]
             stream = api.exec_start(exec_id, stream=True)  # stdout and stderr in order, as 2>&1 would
@@ -233,17 +241,9 @@ class Workspace(BaseWorkspace):
 
     def copy_in(self, src: Path, dest_dir: str, max_bytes: int = MAX_COPY_BYTES) -> None:
         """Copy a host file or folder into dest_dir in the container."""
-        src = Path(src)
-        files = [src] if src.is_file() else [p for p in src.rglob("*") if p.is_file() and not p.is_symlink()]
-        size = sum(p.stat().st_size for p in files)
-        if size > max_bytes:
-            raise InfraError(f"{src} holds {size} bytes, more than the {max_bytes} a copy into a workspace "
-                             "may carry", retryable=False)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(src), arcname=src.name)
+        archive = tar_for_copy_in(src, max_bytes)
         self.exec(["mkdir", "-p", dest_dir], check=True)
-        self.container.put_archive(dest_dir, buf.getvalue())
+        self.container.put_archive(dest_dir, archive)
 
     def read_file(self, path: str, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
         try:
@@ -327,27 +327,7 @@ _KINDS = {0: "changed", 1: "added", 2: "deleted"}  # the engine's diff: Kind
 _GO_TYPE_BITS = (1 << 31) | (1 << 27) | (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (1 << 19)
 
 
-class _Tail:
-    """The last `cap` bytes of a stream, in bounded memory."""
-
-    def __init__(self, cap: int):
-        self.cap, self.buf, self.truncated = cap, bytearray(), False
-
-    def add(self, data: bytes | None) -> None:
-        if data:
-            self.buf += data
-            if len(self.buf) > 2 * self.cap:  # trim in batches, not on every chunk
-                del self.buf[:-self.cap]
-                self.truncated = True
-
-    def value(self) -> bytes:
-        if len(self.buf) > self.cap:
-            del self.buf[:-self.cap]
-            self.truncated = True
-        return bytes(self.buf)
-
-
-def _pump(stream, tail: _Tail) -> None:
+def _pump(stream, tail: OutputTail) -> None:
     try:
         for chunk in stream:
             tail.add(chunk)

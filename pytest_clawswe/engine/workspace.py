@@ -8,6 +8,8 @@ agent that prints or writes without end costs the host at most the cap, never it
 from __future__ import annotations
 
 import abc
+import io
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +20,43 @@ if TYPE_CHECKING:
 MAX_EXEC_OUTPUT = 8 * 2**20  # bytes of a command's output kept (its tail)
 MAX_READ_BYTES = 64 * 2**20  # bytes of one file read back from a workspace (its tail)
 MAX_COPY_BYTES = 512 * 2**20  # bytes of files copied out of (or into) a workspace in one call
+
+
+class OutputTail:
+    """The last `cap` bytes of a stream, in bounded memory (every engine's exec keeps its output so)."""
+
+    def __init__(self, cap: int):
+        self.cap, self.buf, self.truncated = cap, bytearray(), False
+
+    def add(self, data: bytes | None) -> None:
+        if data:
+            self.buf += data
+            if len(self.buf) > 2 * self.cap:  # trim in batches, not on every chunk
+                del self.buf[:-self.cap]
+                self.truncated = True
+
+    def value(self) -> bytes:
+        if len(self.buf) > self.cap:
+            del self.buf[:-self.cap]
+            self.truncated = True
+        return bytes(self.buf)
+
+
+def tar_for_copy_in(src: Path, max_bytes: int = MAX_COPY_BYTES) -> bytes:
+    """A host file or folder as the tar archive every engine's copy_in puts into the sandbox; refused (one
+    sentence, not retried) when its files hold more than max_bytes."""
+    from pytest_clawswe.errors import InfraError
+
+    src = Path(src)
+    files = [src] if src.is_file() else [p for p in src.rglob("*") if p.is_file() and not p.is_symlink()]
+    size = sum(p.stat().st_size for p in files)
+    if size > max_bytes:
+        raise InfraError(f"{src} holds {size} bytes, more than the {max_bytes} a copy into a workspace "
+                         "may carry", retryable=False)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(str(src), arcname=src.name)
+    return buf.getvalue()
 
 
 @dataclass

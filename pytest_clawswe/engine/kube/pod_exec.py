@@ -15,30 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from pytest_clawswe.engine.workspace import OutputTail
 from pytest_clawswe.errors import InfraError
 
 STDOUT, STDERR, ERROR = 1, 2, 3
 STDIN_CHUNK = 256 * 1024  # bytes per websocket frame of input
-
-
-class Tail:
-    """The last `cap` bytes of a stream, in bounded memory."""
-
-    def __init__(self, cap: int):
-        self.cap, self.buf, self.truncated = cap, bytearray(), False
-
-    def add(self, data: bytes | None) -> None:
-        if data:
-            self.buf += data
-            if len(self.buf) > 2 * self.cap:  # trim in batches, not on every chunk
-                del self.buf[:-self.cap]
-                self.truncated = True
-
-    def value(self) -> bytes:
-        if len(self.buf) > self.cap:
-            del self.buf[:-self.cap]
-            self.truncated = True
-        return bytes(self.buf)
 
 
 @dataclass
@@ -46,8 +27,8 @@ class Stream:
     """One exec: its websocket, the output read so far and, once it ended, its exit code."""
 
     ws: Any  # the kubernetes client's WSClient
-    out: Tail
-    err: Tail  # the same Tail as `out` when the streams are merged
+    out: OutputTail
+    err: OutputTail  # the same OutputTail as `out` when the streams are merged
     code: int | None = None
     ended: threading.Event = field(default_factory=threading.Event)
     failure: str = ""  # why it ended without an exit status
@@ -69,8 +50,8 @@ def open_exec(cluster, namespace: str, pod: str, container: str, argv: list[str]
                       capture_all=False, binary=True)
     except Exception as exc:  # noqa: BLE001  websocket's handshake errors carry the API server's answer
         raise InfraError(f"exec in pod {pod} failed: {str(exc)[:300]}") from None
-    out = Tail(cap)
-    stream = Stream(ws, out, out if merge else Tail(cap))
+    out = OutputTail(cap)
+    stream = Stream(ws, out, out if merge else OutputTail(cap))
     if stdin is not None:
         source = io.BytesIO(stdin) if isinstance(stdin, (bytes, bytearray)) else stdin
         try:

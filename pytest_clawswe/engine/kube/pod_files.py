@@ -21,7 +21,7 @@ from typing import Any
 from pytest_clawswe.engine.archive import CopyReport, copy_framed
 from pytest_clawswe.engine.kube import pod_exec
 from pytest_clawswe.engine.kube.pod_spec import SANDBOX, STOPPER
-from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_READ_BYTES
+from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_READ_BYTES, tar_for_copy_in
 from pytest_clawswe.errors import InfraError
 
 # $1: a folder, $2: bytes of tar on stdin: extracted there (the parents made first)
@@ -69,16 +69,7 @@ class PodFiles:
         self.put_archive(str(p.parent), buf.getvalue())
 
     def copy_in(self, src: Path, dest_dir: str, max_bytes: int = MAX_COPY_BYTES) -> None:
-        src = Path(src)
-        files = [src] if src.is_file() else [p for p in src.rglob("*") if p.is_file() and not p.is_symlink()]
-        size = sum(p.stat().st_size for p in files)
-        if size > max_bytes:
-            raise InfraError(f"{src} holds {size} bytes, more than the {max_bytes} a copy into a workspace "
-                             "may carry", retryable=False)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(src), arcname=src.name)
-        self.put_archive(dest_dir, buf.getvalue())
+        self.put_archive(dest_dir, tar_for_copy_in(src, max_bytes))
 
     def put_archive(self, dest_dir: str, data, container: str = SANDBOX) -> None:
         """Extract a tar archive (bytes or a file object, streamed) into dest_dir of one of the pod's containers."""
