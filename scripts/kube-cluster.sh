@@ -291,7 +291,9 @@ maxPods: 40
 podPidsLimit: 310
 serializeImagePulls: false
 nodeStatusUpdateFrequency: 4s
-evictionHard: {memory.available: 200Mi, nodefs.available: 2%, imagefs.available: 2%}
+# in bytes, not a share of the disk: a shared volume much larger than what is free on it (this machine: 252 GB, of
+# which 27 GB free) put both nodes under DiskPressure at 2% and evicted the pods of a run with 5 GB still free
+evictionHard: {memory.available: 200Mi, nodefs.available: 1Gi, imagefs.available: 1Gi}
 imageGCHighThresholdPercent: 95
 imageGCLowThresholdPercent: 90
 resolvConf: /etc/resolv.conf

@@ -188,3 +188,29 @@ def test_a_cluster_whose_processes_are_gone_is_not_up(tmp_path):
     done = subprocess.run([str(script), "env"], capture_output=True, text=True, timeout=60,
                           env={**env, "CLAWSWE_KUBE_RUN": str(tmp_path / "none")})
     assert done.returncode == 1 and "not up" in done.stderr
+
+
+def test_the_test_nodes_evict_on_bytes_free_not_a_share_of_the_disk():
+    """CI on a 252 GB shared volume with 27 GB free: at 2% the nodes went under DiskPressure with 5 GB still free
+    and evicted two WildClawBench pods (gold scored 0.8). The kubelets' thresholds are sizes, and small ones."""
+    import yaml
+
+    script = (Path(__file__).resolve().parents[1] / "scripts" / "kube-cluster.sh").read_text()
+    line = next(ln for ln in script.splitlines() if ln.startswith("evictionHard:"))
+    hard = yaml.safe_load(line)["evictionHard"]
+    for signal in ("nodefs.available", "imagefs.available"):
+        assert not str(hard[signal]).endswith("%"), hard
+        number, unit = re.fullmatch(r"(\d+)(Ki|Mi|Gi)", str(hard[signal])).groups()
+        assert int(number) * {"Ki": 1, "Mi": 1024, "Gi": 1024 ** 2}[unit] <= 2 * 1024 ** 2, hard  # KiB
+
+
+def test_an_evicted_pod_says_what_the_node_is_short_of():
+    from pytest_clawswe.engine.kube.pod_status import _why_not_starting
+
+    evicted = {"status": {"phase": "Failed", "reason": "Evicted",
+                          "message": "Pod The node had condition: [DiskPressure]. "}}
+    why = _why_not_starting(evicted)
+    assert why.startswith("it ended (Evicted: Pod The node had condition: [DiskPressure].)"), why
+    assert "short of disk space" in why
+    ended = _why_not_starting({"status": {"phase": "Failed", "reason": "Error", "message": "exit 1"}})
+    assert ended == "it ended (Error: exit 1)"

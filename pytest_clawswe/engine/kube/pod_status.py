@@ -68,10 +68,21 @@ _FATAL_WAITING = {"ErrImagePull": "image", "ImagePullBackOff": "image", "Invalid
                   "CreateContainerError": "container", "RunContainerError": "container"}
 
 
+# a pod the kubelet evicted for a resource the node is short of: what the user can do about it
+_PRESSURE_HINT = {"DiskPressure": "; the node is short of disk space: free some there (unused images, old runs)",
+                  "MemoryPressure": "; the node is short of memory: run fewer items at once (-n)",
+                  "PIDPressure": "; the node is short of process ids: run fewer items at once (-n)"}
+
+
+def _pressure(message: str) -> str:
+    return next((kind for kind in _PRESSURE_HINT if kind in message), "")
+
+
 def _why_not_starting(pod: dict) -> str:
     status = pod.get("status") or {}
     if status.get("phase") in ("Failed", "Succeeded"):
-        return f"it ended ({status.get('reason') or status.get('phase')}: {status.get('message', '')})".strip()
+        ended = f"it ended ({status.get('reason') or status.get('phase')}: {status.get('message', '').strip()})"
+        return ended + _PRESSURE_HINT.get(_pressure(status.get("message", "")), "")
     for entry in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
         state = entry.get("state") or {}
         waiting, ended = state.get("waiting") or {}, state.get("terminated") or {}
