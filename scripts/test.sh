@@ -3,8 +3,10 @@
 # Extra arguments go to pytest, e.g. -m "not docker and not harness" for the fast subset, which needs no
 # Docker: the engine is installed and started only when the selected tests need it. Everything runs in the
 # project's own virtual environment (.venv, made and updated by scripts/venv.sh).
-# Two phases: the tests run two at a time (a test file per worker: most of their time is spent waiting on
-# containers), then the few that restart the Docker engine or start a second one run alone (--exclusive).
+# Three phases (--test-phase, tests/conftest.py): the shared one runs the tests two at a time (a test file per
+# worker: most of their time is spent waiting on containers); beside it, the cluster phase runs the tests on the
+# test cluster one at a time (they wait on pods and never restart the Docker engine); then the few that restart
+# the Docker engine or start a second one run alone.
 # CLAWSWE_TEST_WORKERS sets the first phase's workers (0: one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,11 @@ kube_probe=$(mktemp)
 # CLAWSWE_TEST_REPORTS=DIR keeps the phases' JUnit files (each test's time) there; else they go with the run
 reports=${CLAWSWE_TEST_REPORTS:-$(mktemp -d)}
 mkdir -p "$reports"
-trap 'rm -rf "$probe" "$harbor_probe" "$kube_probe"; [ -n "${CLAWSWE_TEST_REPORTS:-}" ] || rm -rf "$reports"' EXIT
+cluster_pid=  # the cluster phase, while it runs beside the shared one
+end_cluster_phase() {  # Ctrl-C or a failed step: SIGINT, so that pytest runs its finalizers (the cluster's `down`)
+  [ -z "$cluster_pid" ] || { kill -INT "$cluster_pid" 2>/dev/null; wait "$cluster_pid" 2>/dev/null || true; }
+}
+trap 'end_cluster_phase; rm -rf "$probe" "$harbor_probe" "$kube_probe"; [ -n "${CLAWSWE_TEST_REPORTS:-}" ] || rm -rf "$reports"' EXIT
 # Which tests would run? (collection only; the same arguments)
 CLAWSWE_NEEDS_DOCKER_FILE=$probe CLAWSWE_NEEDS_HARBOR_FILE=$harbor_probe CLAWSWE_NEEDS_KUBE_FILE=$kube_probe \
   PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
@@ -44,15 +50,29 @@ if [ "$(cat "$kube_probe")" = yes ]; then
   scripts/kube-cluster.sh build >/dev/null
   echo "[test] the test cluster's binaries are ready ($(( $(date +%s) - start )) s)" >&2
 fi
-status=0
-python -m pytest -n "${CLAWSWE_TEST_WORKERS:-2}" --dist loadfile "$@" --exclusive exclude \
+disk_free() { df -h --output=avail "$(docker info -f '{{.DockerRootDir}}' 2>/dev/null || echo /)" | tail -1 | tr -d ' '; }
+status=0 cluster=5 alone=0
+[ "$(cat "$probe")" = no ] || echo "[test] disk free for Docker: $(disk_free)" >&2
+if [ "$(cat "$kube_probe")" = yes ]; then
+  echo "[test] the cluster phase runs beside the shared one (its output follows the shared phase's)" >&2
+  set -m  # its own process group, SIGINT not ignored (as it is for a background job without job control)
+  python -m pytest "$@" -n 0 --test-phase cluster --junitxml "$reports/cluster.xml" >"$reports/cluster.log" 2>&1 &
+  cluster_pid=$!
+  set +m
+fi
+python -m pytest -n "${CLAWSWE_TEST_WORKERS:-2}" --dist loadfile "$@" --test-phase shared \
   --junitxml "$reports/shared.xml" || status=$?
-alone=0
-python -m pytest "$@" -n 0 --exclusive only --junitxml "$reports/alone.xml" || alone=$?
-# pytest's 5 is "no tests collected": fine for one phase, not for both
-if [ "$status" -eq 5 ] && [ "$alone" -eq 5 ]; then exit 5; fi
-[ "$status" -eq 5 ] && status=0
-[ "$alone" -eq 5 ] && alone=0
+[ "$status" -ne 2 ] || exit 2  # interrupted (or a usage error): the EXIT trap ends the cluster phase
+if [ -n "$cluster_pid" ]; then
+  cluster=0
+  wait "$cluster_pid" || cluster=$?
+  cluster_pid=  # reaped: its number may be another process's now
+  cat "$reports/cluster.log"
+fi
+python -m pytest "$@" -n 0 --test-phase alone --junitxml "$reports/alone.xml" || alone=$?
+[ "$(cat "$probe")" = no ] || echo "[test] disk free for Docker: $(disk_free)" >&2
+# pytest's 5 is "no tests collected": fine for a phase, not for all three
+if [ "$status" -eq 5 ] && [ "$cluster" -eq 5 ] && [ "$alone" -eq 5 ]; then exit 5; fi
+for phase in status cluster alone; do [ "${!phase}" -eq 5 ] && printf -v "$phase" 0; done
 python scripts/junit_total.py "$reports"/*.xml
-[ "$status" -ne 0 ] && exit "$status"
-exit "$alone"
+for code in "$status" "$cluster" "$alone"; do [ "$code" -eq 0 ] || exit "$code"; done

@@ -5,13 +5,15 @@ import pytest
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 
 pytest_plugins = ["pytester"]
+PHASES = ("all", "shared", "cluster", "alone")  # scripts/test.sh's, and all of them (test_phase below)
 
 
 def pytest_addoption(parser):
-    parser.addoption("--exclusive", choices=("include", "exclude", "only"), default="include",
-                     help="tests marked exclusive (they restart the Docker engine or start a second one, so they "
-                          "must run alone): include them (default), leave them out, or run only them. "
-                          "scripts/test.sh runs the rest two at a time, then these alone.")
+    parser.addoption("--test-phase", choices=PHASES, default="all",
+                     help="which of scripts/test.sh's phases to run: shared (two at a time on the one Docker "
+                          "engine), cluster (the tests on the test cluster, one at a time, beside the shared "
+                          "phase), alone (they restart the Docker engine or start a second one: nothing else "
+                          "may run then), or all of them (default)")
 
 
 def pytest_configure(config):
@@ -23,21 +25,23 @@ def pytest_configure(config):
             os.environ.pop(name, None)
 
 
-def is_exclusive(item) -> bool:
-    """Marked so, or it uses the second Docker engine (tests/second_engine.py) or the test cluster
-    (tests/kube_cluster.py: one per machine, started by the first test that needs it)."""
+def test_phase(item) -> str:
+    """Its phase in scripts/test.sh: `alone` when marked exclusive or using the second Docker engine
+    (tests/second_engine.py), `cluster` when using the test cluster (tests/kube_cluster.py: one per machine,
+    started by the first test that needs it; its tests never restart the Docker engine), else `shared`."""
     fixtures = getattr(item, "fixturenames", ())
-    return item.get_closest_marker("exclusive") is not None or "second_engine" in fixtures \
-        or "kube_cluster" in fixtures
+    if item.get_closest_marker("exclusive") is not None or "second_engine" in fixtures:
+        return "alone"
+    return "cluster" if "kube_cluster" in fixtures else "shared"
 
 
 def pytest_collection_modifyitems(config, items):
-    phase = config.getoption("--exclusive")
-    if phase == "include":
+    phase = config.getoption("--test-phase")
+    if phase == "all":
         return
     keep, dropped = [], []
     for item in items:
-        (keep if is_exclusive(item) == (phase == "only") else dropped).append(item)
+        (keep if test_phase(item) == phase else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep

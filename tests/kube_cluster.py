@@ -2,8 +2,9 @@
 registry) behind a session fixture. Import it into a test module (`from kube_cluster import kube_cluster_fixture`).
 
 A cluster that is up already (started by hand with the script) is used and left running; one the fixture
-started, it stops. Tests that use it run in scripts/test.sh's second phase, alone (conftest.is_exclusive), and
-are marked `kubernetes` (scripts/test.sh builds the binaries before the tests when one is selected).
+started, it stops. Tests that use it run one at a time in scripts/test.sh's cluster phase, beside the shared one
+(conftest.test_phase), and are marked `kubernetes` (scripts/test.sh builds the binaries before the tests when one
+is selected).
 """
 from __future__ import annotations
 

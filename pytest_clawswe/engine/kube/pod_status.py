@@ -81,8 +81,8 @@ def _pressure(message: str) -> str:
 def _why_not_starting(pod: dict) -> str:
     status = pod.get("status") or {}
     if status.get("phase") in ("Failed", "Succeeded"):
-        ended = f"it ended ({status.get('reason') or status.get('phase')}: {status.get('message', '').strip()})"
-        return ended + _PRESSURE_HINT.get(_pressure(status.get("message", "")), "")
+        why = f"it ended ({status.get('reason') or status.get('phase')}: {status.get('message', '').strip()})"
+        return why + _PRESSURE_HINT.get(_pressure(status.get("message", "")), "")
     for entry in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
         state = entry.get("state") or {}
         waiting, ended = state.get("waiting") or {}, state.get("terminated") or {}
