@@ -264,6 +264,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   # no OOM score below containerd's own (0): root may lack CAP_SYS_RESOURCE (this machine's does), and the
   # kubelet's -998 for the pause container then fails every pod's start in runc ("oom_score_adj: Permission denied")
   restrict_oom_score_adj = true
+  # an image's layers once unpacked are not kept compressed too: each node held every image twice (CI: 15 GB on one)
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    discard_unpacked_layers = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$dir/cni"
