@@ -28,8 +28,8 @@ from local_registry import start_registry  # noqa: E402
 from second_engine import HOST_SIDE, SCRIPT, TLS_DIR, URL, _answers  # noqa: E402
 from test_registry import _Events  # noqa: E402
 
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL  # noqa: E402
-from pytest_clawswe.engine.client import docker_client  # noqa: E402
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL  # noqa: E402
+from pytest_clawswe.engine.docker.client import docker_client  # noqa: E402
 from pytest_clawswe.labels import LABEL_RUN  # noqa: E402
 from pytest_clawswe.swe.dataset import load_instances  # noqa: E402
 

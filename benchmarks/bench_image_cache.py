@@ -22,7 +22,7 @@ from pathlib import Path
 
 import docker
 
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL
 from pytest_clawswe.swe.dataset import load_local_rows
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 

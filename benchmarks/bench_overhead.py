@@ -38,8 +38,8 @@ import time
 from pathlib import Path
 
 import docker
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL
-from pytest_clawswe.engine.client import docker_client
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL
+from pytest_clawswe.engine.docker.client import docker_client
 from pytest_clawswe.harness.adapters.nop import NopHarness
 from pytest_clawswe.harness.adapters.oracle import OracleHarness
 

@@ -45,7 +45,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def docker_client():
-    from pytest_clawswe.engine.docker_workspace import InfraError, docker_client
+    from pytest_clawswe.engine.docker.client import docker_client
+    from pytest_clawswe.errors import InfraError
 
     try:
         return docker_client()

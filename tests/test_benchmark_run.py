@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN
+from pytest_clawswe.labels import LABEL_RUN
 
 pytestmark = pytest.mark.docker
 FAKES = "--harness={}/tests/fake_harnesses.py:{}"

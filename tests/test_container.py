@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine import hostguard
-from pytest_clawswe.engine.docker_workspace import DROPPED_CAPABILITIES, LABEL_RUN, MAX_EXEC_OUTPUT, Workspace
-from pytest_clawswe.engine.network import create_locked_network
+from pytest_clawswe.engine.network import hostguard
+from pytest_clawswe.engine.sandbox.docker_workspace import DROPPED_CAPABILITIES, Workspace
+from pytest_clawswe.engine.workspace import MAX_EXEC_OUTPUT
+from pytest_clawswe.labels import LABEL_RUN
+from pytest_clawswe.engine.network.locked import create_locked_network
 from pytest_clawswe.engine.workspace import BaseWorkspace
 
 pytestmark = pytest.mark.docker

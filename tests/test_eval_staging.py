@@ -54,7 +54,7 @@ def test_the_evaluation_runs_no_mkdir_in_a_container_made_ahead(docker_client, p
 
 def test_an_archive_that_is_not_the_staged_eval_script_is_copied_for_real(docker_client, python_demo):
     """The answer from ahead is for the same file only: other bytes, another mode or another name go to the engine."""
-    from pytest_clawswe.engine.docker_workspace import Workspace
+    from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
     from pytest_clawswe.swe.eval_staging import MadeAhead, _tar_like_swebench
 
     with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-staged-copy"}, network="none") as ws:
@@ -105,7 +105,7 @@ def test_the_apply_and_diff_in_one_exec_log_what_swebench_logs_alone(docker_clie
 
 def test_a_failed_apply_leaves_no_diff_to_answer(docker_client, python_demo):
     """run_instance's fallbacks and their diff run for real; a diff is answered only right after the apply."""
-    from pytest_clawswe.engine.docker_workspace import Workspace
+    from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
     from pytest_clawswe.swe.eval_staging import APPLY, DIFF, MadeAhead
 
     with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-staged-apply"}, network="none") as ws:

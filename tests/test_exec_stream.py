@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.labels import LABEL_RUN
 from late_reader import late_answers, stock_client
 

@@ -1,5 +1,5 @@
 """The purge check's reading of its own script's output (pure logic: a workspace that answers with fixed text, in
-the frame of the call, engine/framed.py)."""
+the frame of the call, engine/framing/framed.py)."""
 import re
 
 import pytest

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pytest_clawswe.engine.framed import Frame
+from pytest_clawswe.engine.framing.framed import Frame
 
 EVAL_COMMAND = "/bin/bash /eval.sh"  # what run_instance runs through exec_run_with_timeout
 

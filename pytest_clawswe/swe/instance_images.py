@@ -16,8 +16,8 @@ from typing import Callable, Iterable
 import docker
 import docker.errors
 
-from pytest_clawswe.engine.cache_level import PULLED_BASE_LABEL, missing_bases
-from pytest_clawswe.engine.image_build import BuildProgress
+from pytest_clawswe.engine.images.cache_level import PULLED_BASE_LABEL, missing_bases
+from pytest_clawswe.engine.images.build import BuildProgress
 from pytest_clawswe.errors import ClawsweError, InfraError, UserError
 from pytest_clawswe.labels import LABEL_CONTEXT_HASH as HASH_LABEL
 from pytest_clawswe.labels import LABEL_IMAGE_INSTANCE as INSTANCE_LABEL
@@ -40,7 +40,7 @@ def build_log_dir() -> Path:
 
 def docker_client() -> docker.DockerClient:
     """A client for a running engine, or a UserError saying how to get one."""
-    from pytest_clawswe.engine.client import docker_client as engine
+    from pytest_clawswe.engine.docker.client import docker_client as engine
 
     try:
         return engine()
@@ -92,7 +92,7 @@ def _build_one(client, instance: dict, prefix: str, force: bool, progress: Progr
     labels = {HASH_LABEL: context_hash(task_dir), INSTANCE_LABEL: iid}
     dockerfile = Path(task_dir, "Dockerfile")
     pulled = missing_bases(client, dockerfile) if dockerfile.is_file() else []
-    if pulled:  # `--cache-level none` removes these with the instance image (see engine/cache_level.py)
+    if pulled:  # `--cache-level none` removes these with the instance image (see engine/images/cache_level.py)
         labels[PULLED_BASE_LABEL] = ",".join(pulled)
     previous = _local_image(client, tag)
     started = time.monotonic()

@@ -14,9 +14,9 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_clawswe.engine.cache_level import ImageLease, release_images
-from pytest_clawswe.engine.docker_workspace import Workspace
-from pytest_clawswe.engine.image_cache import enforce
+from pytest_clawswe.engine.images.cache_level import ImageLease, release_images
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.engine.images.cache import enforce
 from pytest_clawswe.engine.workspace import BaseWorkspace
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness
@@ -179,9 +179,9 @@ class InstanceRunner(InstancePhases, ItemRunner):
     def _registry(self):
         if self.config.registry is None:
             return None
-        from pytest_clawswe.engine.registry import Registry
+        from pytest_clawswe.engine.images.registry import ImageRegistry
 
-        return Registry(self.config.registry, self.progress)
+        return ImageRegistry(self.config.registry, self.progress)
 
     def _ensure_image(self, instance: Instance, row: dict) -> str:
         """The instance image ready on this engine; returns how: hit (it was there), made (built or pulled

@@ -12,7 +12,7 @@ import secrets
 import shlex
 from dataclasses import dataclass
 
-from pytest_clawswe.engine.framed import read_framed
+from pytest_clawswe.engine.framing.framed import read_framed
 from pytest_clawswe.engine.workspace import BaseWorkspace
 from pytest_clawswe.errors import InfraError
 
@@ -172,7 +172,7 @@ git diff --cached --numstat {base_commit} | awk -F'\\t' '$1=="-" && $2=="-" {{pr
 if [ -s "$G/binary" ]; then git reset -q {base_commit} --pathspec-from-file="$G/binary"; fi
 git diff --no-color --no-ext-diff --no-textconv --cached {base_commit}
 """
-    # framed (engine/framed.py): the script reads the tree into an index of its own (the agent's tree and repository
+    # framed (engine/framing/framed.py): the script reads the tree into an index of its own (the agent's tree and repository
     # are not changed), so an answer the engine's stream cut is read once more; a cut diff would be graded as
     # another patch, or as none
     result = read_framed(ws, ["bash", "-c"], _safe_git_script(body), what=f"reading the patch from {workdir}",

@@ -18,8 +18,10 @@ import time
 import docker
 import docker.errors
 
-from pytest_clawswe.engine.docker_workspace import LABEL_ROLE, InfraError, Workspace
-from pytest_clawswe.engine.framed import read_framed
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.errors import InfraError
+from pytest_clawswe.labels import LABEL_ROLE
+from pytest_clawswe.engine.framing.framed import read_framed
 from pytest_clawswe.engine.workspace import BaseWorkspace
 from pytest_clawswe.labels import LABEL_PREPARED
 from pytest_clawswe.labels import LABEL_SOURCE_IMAGE as LABEL_SOURCE
@@ -112,7 +114,7 @@ echo "--- end"
 
 def check_purged(ws: BaseWorkspace, base_commit: str) -> None:
     """Raise InfraError unless base_commit's ancestors are the only commits in /testbed's object store."""
-    # framed (engine/framed.py): under load the engine's stream cut this answer (exit 0 and nothing; 250 bytes); the
+    # framed (engine/framing/framed.py): under load the engine's stream cut this answer (exit 0 and nothing; 250 bytes); the
     # check only reads, so a cut answer is read once more before the item is retried
     result = read_framed(ws, ["sh", "-c"], CHECK_SCRIPT, args=("sh", base_commit), what="the purge check of /testbed")
     if result.exit_code != 0:

@@ -14,19 +14,19 @@ from pathlib import Path, PurePosixPath
 import docker
 import docker.errors
 
-from pytest_clawswe.engine.archive import CopyReport, copy_framed
-from pytest_clawswe.engine.client import docker_client  # noqa: F401  (its old home)
+from pytest_clawswe.engine.framing.archive import copy_framed
 from pytest_clawswe.engine.workspace import (
     MAX_COPY_BYTES,
     MAX_EXEC_OUTPUT,
     MAX_READ_BYTES,
     BaseWorkspace,
+    CopyReport,
     ExecResult,
     OutputTail,
     tar_for_copy_in,
 )
 from pytest_clawswe.errors import InfraError
-from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_alive, owner_label  # noqa: F401
+from pytest_clawswe.labels import owner_label
 
 
 class DiskWatch:
@@ -205,7 +205,7 @@ class Workspace(BaseWorkspace):
         return self.container.status == "running"
 
     def address(self, network: str | None) -> str:
-        from pytest_clawswe.engine.network import container_address
+        from pytest_clawswe.engine.network.locked import container_address
 
         return container_address(self.container, network)
 
@@ -221,7 +221,7 @@ class Workspace(BaseWorkspace):
         """Kill every process in the container but tini and its keep-alive child: no agent process survives.
         From outside the container (container_kill): it works after the agent deleted the container's shell,
         filled its disk or used up its pids limit."""
-        from pytest_clawswe.engine.container_kill import kill_all
+        from pytest_clawswe.engine.sandbox.container_kill import kill_all
 
         kill_all(self.client, self.container, self.image, self._create["labels"])
 
@@ -268,7 +268,7 @@ class Workspace(BaseWorkspace):
 
     def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> CopyReport | None:
         """Copy a container file or folder into dest_dir on the host; None when it does not exist. The engine's
-        archive is read framed at both ends (engine/archive.py: a cut stream is read again, then InfraError)."""
+        archive is read framed at both ends (engine/framing/archive.py: a cut stream is read again, then InfraError)."""
         def open_stream():
             try:
                 stream, stat = self.container.get_archive(path)
@@ -287,9 +287,9 @@ class Workspace(BaseWorkspace):
         return report
 
     def changes(self) -> list[tuple[str, str]]:
-        """Read from the container's overlay layers when the engine keeps them on this machine (engine/overlay.py:
+        """Read from the container's overlay layers when the engine keeps them on this machine (engine/sandbox/overlay.py:
         milliseconds; the engine's own diff of a large image takes seconds), else the engine's diff."""
-        from pytest_clawswe.engine.overlay import local_layers, upper_changes
+        from pytest_clawswe.engine.sandbox.overlay import local_layers, upper_changes
 
         try:
             self.container.reload()

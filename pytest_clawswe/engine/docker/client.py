@@ -9,7 +9,7 @@ import docker.errors
 import docker.tls
 import requests
 
-from pytest_clawswe.engine import attach_stream
+from pytest_clawswe.engine.docker import attach_stream
 from pytest_clawswe.errors import InfraError
 
 
@@ -22,7 +22,7 @@ class _EngineAPI(docker.APIClient):
 
     def _read_from_socket(self, response, stream, tty=True, demux=False):
         """An exec's (or attach's) output, read through the buffer its answer's headers were read through:
-        docker-py reads beneath it and loses what it holds, the output's beginning (engine/attach_stream.py)."""
+        docker-py reads beneath it and loses what it holds, the output's beginning (engine/docker/attach_stream.py)."""
         from docker.utils.socket import consume_socket_output, demux_adaptor
 
         reader = attach_stream.buffered_reader(response)

@@ -98,7 +98,7 @@ def release_images(client, lease: ImageLease, level: str, progress=print) -> lis
         pulled = [b for b in (instance.labels or {}).get(PULLED_BASE_LABEL, "").split(",") if b]
         for img in prepared:
             removed += _remove(client, img.tags or [img.id])
-        # the registry's name of it too (engine/registry.py leaves it on the engine that pushed)
+        # the registry's name of it too (engine/images/registry.py leaves it on the engine that pushed)
         removed += _remove(client, [t for t in (instance.tags or []) if t != image and t.endswith("/" + image)]
                            + [image])
         if level == "none":

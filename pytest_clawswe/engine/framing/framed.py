@@ -1,6 +1,6 @@
 """Answers the runner parses, believed only whole: framed at both ends, read once more when cut, then an error.
 
-Under load the engine's stream of an exec's output came back without its beginning (engine/attach_stream.py says
+Under load the engine's stream of an exec's output came back without its beginning (engine/docker/attach_stream.py says
 why) and, at other times, without its end; parsed anyway, a cut answer became a verdict (a whole diff read as the
 list of big files: a correct patch graded as empty). So a command whose output the runner parses is run inside a
 frame: a line of its own before the command's first byte and after its last, each carrying a nonce made for this
@@ -14,7 +14,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from pytest_clawswe.engine.reread import READS, Cut, read_whole
+from pytest_clawswe.engine.framing.reread import READS, Cut, read_whole
 from pytest_clawswe.engine.workspace import MAX_EXEC_OUTPUT, BaseWorkspace, ExecResult
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import docker.errors
 
-from pytest_clawswe.engine import hostguard
-from pytest_clawswe.engine.network import NO_INTER_CONTAINER
+from pytest_clawswe.engine.network import hostguard
+from pytest_clawswe.engine.network.locked import NO_INTER_CONTAINER
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import owner_label
 

@@ -1,12 +1,12 @@
 """`--image-cache SIZE`: keep instance and prepared images across runs up to SIZE per engine, least recently
 used out first, so a grid's later columns reuse what the first column made.
 
-It replaces `--cache-level` (engine/cache_level.py) for a run that gives it: an item's images stay when it ends, then the
+It replaces `--cache-level` (engine/images/cache_level.py) for a run that gives it: an item's images stay when it ends, then the
 engine's budget is enforced. The budget covers the images that runs with --image-cache used on that engine (an
 index per engine: image name -> last use, in the user's cache folder); images nobody used under a
 budget are never counted or removed. An image is counted as the instance image's size plus what each of its
 prepared images adds (layers shared between instance images are counted once per image: the disk holds at most
-this). Removal takes the image's lock exclusively and gives up at once when an item holds it (engine/cache_level.py), and
+this). Removal takes the image's lock exclusively and gives up at once when an item holds it (engine/images/cache_level.py), and
 leaves an image a container still runs from: images in use may keep the total above SIZE until they are free.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import docker.errors
 
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL, ImageLease, _remove, lock_path
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL, ImageLease, _remove, lock_path
 
 
 def engine_key(client) -> str:
@@ -102,7 +102,7 @@ def _drop(client, name: str) -> bool:
         return True
     for prepared in client.images.list(filters={"label": f"{SOURCE_LABEL}={name}"}):
         _remove(client, prepared.tags or [prepared.id])
-    aliases = [t for t in (instance.tags or []) if t != name and t.endswith("/" + name)]  # engine/registry.py's names
+    aliases = [t for t in (instance.tags or []) if t != name and t.endswith("/" + name)]  # engine/images/registry.py's names
     _remove(client, aliases + [name])
     try:
         client.images.get(name)

@@ -18,10 +18,10 @@ import io
 import shutil
 import tarfile
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from pytest_clawswe.engine.reread import Cut, read_whole
+from pytest_clawswe.engine.framing.reread import Cut, read_whole
+from pytest_clawswe.engine.workspace import CopyReport
 
 END_MARKER = 2 * tarfile.BLOCKSIZE  # what Go's archive/tar (the engine's) writes at the end, all zeros
 _TAIL = 64 * 1024  # bytes of the stream kept to check its end; a longer trailer is not an archive's end
@@ -29,20 +29,6 @@ _TAIL = 64 * 1024  # bytes of the stream kept to check its end; a longer trailer
 
 class ArchiveCut(Cut):
     """The stream lost its beginning or its end (said which)."""
-
-
-@dataclass
-class CopyReport:
-    """What one copy out brought, and what it left out. Truthy: the path existed."""
-
-    left_out: list[str] = field(default_factory=list)  # member names past the size cap
-    symlinks: list[dict] = field(default_factory=list)  # {"path", "target"}: left out, never created here
-    hardlinks: list[dict] = field(default_factory=list)  # {"path", "target", "restored"}: a copy of the target
-    special: list[dict] = field(default_factory=list)  # {"path", "type"}: devices, fifos: left out
-    bytes: int = 0
-
-    def links(self) -> dict:
-        return {"symlinks": self.symlinks, "hardlinks": self.hardlinks, "special": self.special}
 
 
 class _Tap(io.RawIOBase):

@@ -17,7 +17,7 @@ from pytest_clawswe.files import safe_name
 
 
 def _docker():
-    from pytest_clawswe.engine.client import docker_client
+    from pytest_clawswe.engine.docker.client import docker_client
 
     try:
         return docker_client()

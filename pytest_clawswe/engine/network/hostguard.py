@@ -4,7 +4,7 @@ An internal Docker network has no route out, but its containers still reach the 
 bridge's address, where every host service listening on 0.0.0.0 answers (a database, an SSH daemon, a
 package cache). Rules at the top of the host's INPUT chain let that bridge reach the model gateway's port
 and refuse the rest. Each rule names its run in a comment, so the run, or `clawswe clean`, removes exactly
-its own, in whichever chain it is (engine/internet.py adds egress rules in DOCKER-USER or FORWARD, and in
+its own, in whichever chain it is (engine/network/internet.py adds egress rules in DOCKER-USER or FORWARD, and in
 ip6tables).
 """
 from __future__ import annotations

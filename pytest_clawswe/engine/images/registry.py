@@ -38,7 +38,7 @@ def split(tag: str) -> tuple[str, str]:
     return repository, version
 
 
-class Registry:
+class ImageRegistry:
     """One registry all engines of a run reach under the same address."""
 
     def __init__(self, address: str, progress: Callable[[str], None] = print):
@@ -63,7 +63,7 @@ class Registry:
         """Push `tag` from the engine `client` unless the registry holds it already; True when pushed.
 
         The registry's name stays on the source image: it carries the digest that says "pushed" next time
-        (engine/cache_level.py removes it with the image)."""
+        (engine/images/cache_level.py removes it with the image)."""
         if self.holds(client, tag):
             return False
         remote = self.name_of(tag)

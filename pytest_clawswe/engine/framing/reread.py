@@ -1,8 +1,7 @@
 """An answer read again when it came cut, then an infrastructure error: the one loop of every framed reading.
 
-Used by engine/framed.py (a command's answer, framed by lines of its own) and engine/archive.py (a copy's archive,
-framed by tar's own first member and end marker). Apart from both so that either can use it (workspace.py names
-archive's report).
+Used by engine/framing/framed.py (a command's answer, framed by lines of its own) and engine/framing/archive.py (a copy's archive,
+framed by tar's own first member and end marker). Apart from both so that either can use it.
 """
 from __future__ import annotations
 

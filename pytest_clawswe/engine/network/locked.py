@@ -7,9 +7,8 @@ import socket
 import docker
 import docker.errors
 
-from pytest_clawswe.engine.client import docker_client  # noqa: F401  (its old home)
 from pytest_clawswe.errors import InfraError
-from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_alive, owner_label  # noqa: F401
+from pytest_clawswe.labels import owner_label
 
 # Agents of one run must not reach each other: no traffic between containers of the locked network. The
 # host (where the model gateway listens, on the bridge's address) is reached through the host's INPUT chain,
