@@ -142,7 +142,7 @@ def test_every_host_read_of_agent_output_is_capped(docker_client, python_demo, t
 
 
 def test_a_diff_too_big_to_read_back_is_no_patch_not_a_cut_one(docker_client, python_demo):
-    from pytest_clawswe.swe.patch import MAX_DIFF_BYTES, collect_patch
+    from pytest_clawswe.swe.instance.patch import MAX_DIFF_BYTES, collect_patch
 
     with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-caps"}) as ws:
         base = ws.exec("git rev-parse HEAD", workdir="/testbed", check=True).stdout.strip()

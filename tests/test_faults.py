@@ -269,7 +269,7 @@ def test_case1_a_killed_evaluation_is_an_error_not_a_verdict(docker_client, demo
 
     from pytest_clawswe.errors import InfraError  # its old home, so the test also runs on main
     from pytest_clawswe.swe.dataset import load_row
-    from pytest_clawswe.swe.scoring import score
+    from pytest_clawswe.swe.grading.scoring import score
 
     inst = next(i for i in demo_instances if i.instance_id == "clawswe__csvkit-java-23")  # a slow test run
     row = load_row(inst)

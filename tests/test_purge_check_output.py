@@ -6,7 +6,7 @@ import pytest
 
 from pytest_clawswe.engine.workspace import ExecResult
 from pytest_clawswe.errors import InfraError
-from pytest_clawswe.swe import prepare as prep
+from pytest_clawswe.swe.instance import prepare as prep
 
 BASE = "a" * 40
 

@@ -81,7 +81,8 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 def _calibration(args) -> Calibration:
     cal = load_calibration(args.sources)
     if args.pool:
-        from pytest_clawswe.swe.dataset import DatasetError, read_instances_file
+        from pytest_clawswe.errors import DatasetError
+        from pytest_clawswe.swe.dataset import read_instances_file
 
         try:
             wanted = set(read_instances_file(args.pool))

@@ -26,16 +26,16 @@ from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item_runner import ItemRunner
 from pytest_clawswe.run.phases import run_phases
 from pytest_clawswe.swe.dataset import Instance, load_row
-from pytest_clawswe.swe.instance_phases import InstancePhases, InstanceRun
+from pytest_clawswe.swe.instance.phases import InstancePhases, InstanceRun
 from pytest_clawswe.swe.items import new_deadline
 from pytest_clawswe.swe.options import SweOptions
-from pytest_clawswe.swe.patch import reset_tree
-from pytest_clawswe.swe.prepare import cached_prepared_image, check_purged
-from pytest_clawswe.swe.results import METADATA, InstanceResult, instance_dir
+from pytest_clawswe.swe.instance.patch import reset_tree
+from pytest_clawswe.swe.instance.prepare import cached_prepared_image, check_purged
+from pytest_clawswe.swe.results.run_dir import METADATA, InstanceResult, instance_dir
 from pytest_clawswe.usage import Usage
 
 if TYPE_CHECKING:
-    from pytest_clawswe.swe.scoring import EvalContainer
+    from pytest_clawswe.swe.grading.scoring import EvalContainer
 
 # The retry policy, all of it (here and in item_runner.py, nowhere else):
 # - a harness error (finish reason "error") is re-run only with --retries N (RunConfig.retries; default 0, as
@@ -80,7 +80,7 @@ class InstanceRunner(InstancePhases, ItemRunner):
                                 model=cfg.model, language=instance.language, repo=instance.repo,
                                 image=instance.image, docker_host=self.host_name)
         if self.health is not None:  # from the start: an item that ends in an error is marked too
-            from pytest_clawswe.swe.health_marks import mark
+            from pytest_clawswe.swe.health.marks import mark
 
             mark(result, self.health)
         return result
@@ -153,7 +153,7 @@ class InstanceRunner(InstancePhases, ItemRunner):
                 raise
             return self._ahead_key(nxt, image), ws
 
-        from pytest_clawswe.swe.scoring import EvalContainer
+        from pytest_clawswe.swe.grading.scoring import EvalContainer
 
         self.ahead = ahead.Ahead(nxt.instance_id, make, lambda ws: ws.remove(), after_s=EvalContainer.AFTER_S)
 
@@ -183,10 +183,10 @@ class InstanceRunner(InstancePhases, ItemRunner):
 
         return ImageRegistry(self.config.registry, self.progress)
 
-    def _ensure_image(self, instance: Instance, row: dict) -> str:
+    def _ensure_instance_image(self, instance: Instance, row: dict) -> str:
         """The instance image ready on this engine; returns how: hit (it was there), made (built or pulled
         here), or from the first engine: loaded (save | load), registry (pulled), pushed (pushed, pulled)."""
-        from pytest_clawswe.swe.instance_images import TASK_DIR, ImageError, ensure_image, is_ready
+        from pytest_clawswe.swe.instance.images import TASK_DIR, ImageError, ensure_instance_image, is_ready
 
         spec = {**row, TASK_DIR: instance.task_dir}
         try:
@@ -195,11 +195,11 @@ class InstanceRunner(InstancePhases, ItemRunner):
             if self.image_source is not None:
                 from pytest_clawswe.engine.hosts import transfer
 
-                ensure_image(spec, self.image_source, progress=self.progress)
+                ensure_instance_image(spec, self.image_source, progress=self.progress)
                 how = transfer(self.image_source, self.client, row["image"], self._registry(), self.progress)
-                ensure_image(spec, self.client, progress=self.progress)
+                ensure_instance_image(spec, self.client, progress=self.progress)
                 return how
-            ensure_image(spec, self.client, progress=self.progress)
+            ensure_instance_image(spec, self.client, progress=self.progress)
             return "made"
         except ImageError as exc:
             raise InfraError(str(exc), retryable=False) from None

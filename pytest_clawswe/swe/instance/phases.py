@@ -21,10 +21,10 @@ from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.labels import LABEL_INSTANCE
 from pytest_clawswe.run.phases import ALWAYS, NEVER, Phase
 from pytest_clawswe.swe.dataset import Instance, load_row
-from pytest_clawswe.swe.patch import collect_patch, scrub_artifacts
-from pytest_clawswe.swe.prepare import check_purged, prepared_image
-from pytest_clawswe.swe.prompt import instance_prompt
-from pytest_clawswe.swe.results import InstanceResult
+from pytest_clawswe.swe.instance.patch import collect_patch, scrub_artifacts
+from pytest_clawswe.swe.instance.prepare import check_purged, prepared_image
+from pytest_clawswe.swe.instance.prompt import instance_prompt
+from pytest_clawswe.swe.results.run_dir import InstanceResult
 
 
 @dataclass
@@ -67,7 +67,7 @@ class InstancePhases:
     _removals: list[threading.Thread]
     # and its methods the phases call
     _ensure_harness: Any
-    _ensure_image: Any
+    _ensure_instance_image: Any
     _take_ahead: Any
     _new_workspace: Any
     _start_ahead: Any
@@ -95,7 +95,7 @@ class InstancePhases:
         row, images = s.row, s.result.images
         self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
         images["instance"] = "failed"  # until it is ready: a miss that could not be made
-        images["instance"] = self._ensure_image(s.instance, row)
+        images["instance"] = self._ensure_instance_image(s.instance, row)
         s.image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], s.instance.setup_gitignore,
                                          self.labels, progress=self.progress, purge=self.swe.purge)
         images["prepared"] = "made" if prep_s else "hit"
@@ -113,7 +113,7 @@ class InstancePhases:
 
     def _register(self, s: InstanceRun) -> None:
         # the evaluation's container is made and started while the agent works: off the item's critical path
-        from pytest_clawswe.swe.scoring import EvalContainer
+        from pytest_clawswe.swe.grading.scoring import EvalContainer
 
         cfg, instance_id = self.config, s.instance.instance_id
         self._eval_ahead = EvalContainer(self.eval_client, s.row, cfg.run_id,
@@ -177,7 +177,7 @@ class InstancePhases:
             raise s.provider_end
 
     def _score(self, s: InstanceRun) -> None:
-        from pytest_clawswe.swe.scoring import score  # swebench takes a second to import: only items that run pay it
+        from pytest_clawswe.swe.grading.scoring import score  # swebench takes a second to import: only items that run pay it
 
         cfg = self.config
         s.graded = score(self.eval_client, s.row, s.patch.clean, run_id=cfg.run_id, model_label=cfg.model_label,
@@ -188,7 +188,7 @@ class InstancePhases:
         result, graded = s.result, s.graded
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
         if self.health is not None:  # the tests-flip check: the failing PASS_TO_PASS tests against the base commit
-            from pytest_clawswe.swe.health_marks import check_tests
+            from pytest_clawswe.swe.health.marks import check_tests
 
             check_tests(result, s.row, graded.report, self.health)
         if graded.message and not result.error:

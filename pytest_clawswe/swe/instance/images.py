@@ -157,14 +157,14 @@ def build_images(
 
 
 def is_ready(instance: dict, client: docker.DockerClient) -> bool:
-    """Whether ensure_image would use the local image as it is."""
+    """Whether ensure_instance_image would use the local image as it is."""
     image = _local_image(client, instance["image"])
     task_dir = instance.get(TASK_DIR)
     return image is not None and not (task_dir and HASH_LABEL in (image.labels or {})
                                       and not _is_current(image, task_dir))
 
 
-def ensure_image(instance: dict, client: docker.DockerClient, progress: Progress = print) -> str:
+def ensure_instance_image(instance: dict, client: docker.DockerClient, progress: Progress = print) -> str:
     """Make the instance's image available locally and return its name.
 
     A local image is used as it is, unless it was built by us from a task folder that has

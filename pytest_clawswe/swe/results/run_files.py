@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_clawswe.files import write_atomic
 from pytest_clawswe.run.result import ERROR
-from pytest_clawswe.swe.results import InstanceResult, instance_dir, load_results, write_results_csv
+from pytest_clawswe.swe.results.run_dir import InstanceResult, instance_dir, load_results, write_results_csv
 
 
 def prediction(run_dir: Path, result: InstanceResult) -> dict:
@@ -32,6 +32,6 @@ def rebuild(run_dir: str | Path) -> list[InstanceResult]:
 
 
 def write_summary(run_dir: Path, results: list[InstanceResult]) -> dict:
-    from pytest_clawswe.swe.summary import write_summary as write
+    from pytest_clawswe.swe.results.summary import write_summary as write
 
     return write(run_dir, results)

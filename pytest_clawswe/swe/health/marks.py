@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.report.health import UNHEALTHY, Health, HealthFileError, load_health
-from pytest_clawswe.swe.health_runs import GOLD, NOP, TEST_KINDS, graded_tests_digest, statuses_of_tests
+from pytest_clawswe.swe.health.runs import GOLD, NOP, TEST_KINDS, graded_tests_digest, statuses_of_tests
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
-from pytest_clawswe.swe.results import InstanceResult
+from pytest_clawswe.swe.results.run_dir import InstanceResult
 
 SHIPPED = {"demo": DEMO_TASK_REPO / "health.json"}  # `--health demo`: the demo set's file, shipped
 

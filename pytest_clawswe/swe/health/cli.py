@@ -7,7 +7,7 @@ Runs the oracle (the gold patch) and the nop (nothing changed; its `run_tests` o
 tests on the base commit) `--repeat` times per instance, each repeat one ordinary benchmark run in
 RUNS/<harness>.r<k>/, in grid order (swe/grid.py: chunk by chunk every run, so an instance image and its prepared
 image are made once and, under --image-cache, kept for the other runs). Then it reads those runs back
-(swe/health_runs.py) and writes the health file: per instance gold resolved k/N, nop unresolved k/N, the tests
+(swe/health/runs.py) and writes the health file: per instance gold resolved k/N, nop unresolved k/N, the tests
 whose status changed between repeats, the evaluation time and a verdict; a table and a one-line summary end it.
 Run the same command again to resume: ended runs are kept, an item that ended in an error runs again.
 """
@@ -22,7 +22,7 @@ from pytest_clawswe.errors import UserError
 from pytest_clawswe.files import load_run_info, write_atomic
 from pytest_clawswe.report.health import FORMAT, KIND, UNHEALTHY, VERDICTS
 from pytest_clawswe.swe import grid
-from pytest_clawswe.swe.health_runs import GOLD, NOP, instance_entry, read_run
+from pytest_clawswe.swe.health.runs import GOLD, NOP, instance_entry, read_run
 
 ROLES = {GOLD: grid.Column("oracle"), NOP: grid.Column("nop", options=["run_tests=true"])}
 DEFAULT_IMAGE_CACHE = "50g"

@@ -134,7 +134,7 @@ def _safe_git_script(body: str) -> str:
 
 
 def _safe_git_env(workdir: str, base_commit: str, gitignore: bool | None) -> dict[str, str]:
-    from pytest_clawswe.swe.prepare import GITIGNORE_PATH
+    from pytest_clawswe.swe.instance.prepare import GITIGNORE_PATH
 
     return {"WORKDIR": workdir, "BASE": base_commit, "EXCLUDES": GITIGNORE_PATH if gitignore else "/dev/null"}
 
@@ -153,7 +153,7 @@ def collect_patch(ws: BaseWorkspace, base_commit: str, workdir: str = "/testbed"
                   timeout_s: float = COLLECT_TIMEOUT_S) -> CollectedPatch:
     """`gitignore`: the run set the paper's global gitignore for this instance (None: whether the file is there)."""
     if gitignore is None:
-        from pytest_clawswe.swe.prepare import GITIGNORE_PATH
+        from pytest_clawswe.swe.instance.prepare import GITIGNORE_PATH
 
         gitignore = ws.exec(["test", "-f", GITIGNORE_PATH]).exit_code == 0
     # A fresh index: the agent's own staging (or a broken index) does not matter.

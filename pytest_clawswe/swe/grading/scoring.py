@@ -24,8 +24,8 @@ from swebench.harness.utils import make_test_spec
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_ROLE
 from pytest_clawswe.run.result import ERROR
-from pytest_clawswe.swe.eval_output import FramedEval
-from pytest_clawswe.swe.results import APPLY_FAILED, RESOLVED, UNRESOLVED
+from pytest_clawswe.swe.grading.eval_output import FramedEval
+from pytest_clawswe.swe.results.run_dir import APPLY_FAILED, RESOLVED, UNRESOLVED
 
 
 @dataclass
@@ -134,7 +134,7 @@ class EvalContainer:
             container = swe_run.create_container(spec, _EvalClient(self.client, self.extra, framed=False), self.run_id,
                                                  logger)
             container.start()
-            from pytest_clawswe.swe.eval_staging import MadeAhead
+            from pytest_clawswe.swe.grading.eval_staging import MadeAhead
 
             # swebench's `mkdir -p` before each copy, and the eval script's copy, made now
             script = None if getattr(spec, "image_assets", None) else spec.eval_script

@@ -1,6 +1,6 @@
 """What the health check's runs say of each instance: gold and nop outcomes, tests that changed, the verdict.
 
-`clawswe health` (swe/health.py) runs the oracle (the gold patch) and the nop (the base commit, its tests run)
+`clawswe health` (swe/health/cli.py) runs the oracle (the gold patch) and the nop (the base commit, its tests run)
 N times per instance; this module reads those run folders back and writes one health-file entry per instance
 (the format: report/health.py):
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pytest_clawswe.report.health import BROKEN, FLAKY, HEALTHY, TOO_SLOW, UNKNOWN
 from pytest_clawswe.run.result import ERROR
-from pytest_clawswe.swe.results import RESOLVED, InstanceResult, instance_dir
+from pytest_clawswe.swe.results.run_dir import RESOLVED, InstanceResult, instance_dir
 
 GOLD, NOP = "gold", "nop"  # the oracle's runs, and the nop's (the base commit)
 SLOW_SHARE = 0.5  # an evaluation that takes more than this share of --eval-timeout is too slow for its limit

@@ -42,7 +42,7 @@ class InstanceResult(ItemResult):
     attempts: int = 1
     docker_host: str = ""  # the engine that ran it: a --docker-host URL, or "default"
     images: dict = field(default_factory=dict)  # how its images were found or made (runner, engine/images/cache.py)
-    # the run's --health file on this instance (swe/health_marks.py): its verdict ("" without a file or when the
+    # the run's --health file on this instance (swe/health/marks.py): its verdict ("" without a file or when the
     # file does not name it), why, and the PASS_TO_PASS tests failing here by what the file says of them
     health: str = ""
     health_reason: str = ""
