@@ -43,7 +43,7 @@ def main() -> int:
     args = ap.parse_args()
     if not _answers():
         subprocess.run([str(SCRIPT), "up"], check=True, capture_output=True)
-    local, engine2 = docker.from_env(), docker_client(base_url=URL, tls_dir=TLS_DIR)
+    local, engine2 = docker_client(), docker_client(base_url=URL, tls_dir=TLS_DIR)
     images = sorted({i.image for i in load_instances("demo")})
     for image in images:
         for prepared in engine2.images.list(filters={"label": f"{SOURCE_LABEL}={image}"}):

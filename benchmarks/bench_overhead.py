@@ -37,7 +37,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import docker
 from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL
 from pytest_clawswe.engine.docker.client import docker_client
 from pytest_clawswe.harness.adapters.nop import NopHarness
@@ -242,7 +241,7 @@ def main() -> int:
         result["median_over_rounds"] = {key: round(statistics.median(r[key] for r in rounds), 3)
                                         for key in ROUND_KEYS}
     try:
-        result["docker"] = docker.from_env().version()["Version"]
+        result["docker"] = docker_client().version()["Version"]
     except Exception:
         pass
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
