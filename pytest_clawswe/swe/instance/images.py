@@ -38,12 +38,13 @@ def build_log_dir() -> Path:
     return cache / "build-logs"
 
 
-def docker_client() -> docker.DockerClient:
-    """A client for a running engine, or a UserError saying how to get one."""
-    from pytest_clawswe.engine.docker.client import docker_client as engine
+def command_client() -> docker.DockerClient:
+    """A client for a running engine (engine/docker/client.py's), or a UserError saying how to get one (the
+    `clawswe` commands' words)."""
+    from pytest_clawswe.engine.docker.client import docker_client
 
     try:
-        return engine()
+        return docker_client()
     except InfraError as exc:
         raise UserError(str(exc)) from None
 
@@ -140,7 +141,7 @@ def build_images(
     An image whose recorded context hash matches its task folder is reused. force=True
     rebuilds without the layer cache. A failed build raises ImageError naming the log file.
     """
-    client = client or docker_client()
+    client = client or command_client()
     instances = list(instances)
     built = {}
     for n, instance in enumerate(instances, 1):
@@ -224,7 +225,7 @@ def _cmd_build(args) -> int:
         raise UserError(f"Unknown instance id(s) in {repo}: {exc.args[0].split(': ', 1)[-1]}.") from None
     if not instances:
         raise UserError(f"{repo} publishes no instances.")
-    client = docker_client()
+    client = command_client()
     started = time.monotonic()
     try:
         build_images(instances, client, force=args.force, progress=lambda line: print(line, flush=True))
