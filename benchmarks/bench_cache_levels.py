@@ -27,8 +27,8 @@ from pathlib import Path
 
 import docker.errors
 
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL
-from pytest_clawswe.engine.docker_workspace import docker_client
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL
+from pytest_clawswe.engine.docker.client import docker_client
 from pytest_clawswe.swe.dataset import load_local_rows
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 

@@ -8,7 +8,7 @@ too): each prints a first line of its own, `--size` bytes, and a last line, and 
 the way the workspace reads (one stream, and demultiplexed). An answer whose first line is missing lost its
 beginning; one whose last line is missing lost its end. Both clients run the same execs, interleaved, in the
 same process: docker-py's own APIClient (it reads the frames from the socket beneath http.client's buffer) and
-the run's client (engine/client.py: through that buffer, engine/attach_stream.py).
+the run's client (engine/docker/client.py: through that buffer, engine/docker/attach_stream.py).
 
 The second line is the setting that reproduced it on the shared 2-core machine (load average ~30): this process
 niced and its GIL busy, so it reads the engine's answer late while the engine starts the command on time.
@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import docker
-from pytest_clawswe.engine.client import docker_client
+from pytest_clawswe.engine.docker.client import docker_client
 
 RESULTS = Path(__file__).parent / "results" / "exec_stream.json"
 IMAGE = "debian:bookworm-slim"

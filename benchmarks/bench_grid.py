@@ -28,8 +28,8 @@ from local_registry import start_registry  # noqa: E402
 from second_engine import HOST_SIDE, SCRIPT, TLS_DIR, URL, _answers  # noqa: E402
 from test_registry import _Events  # noqa: E402
 
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL  # noqa: E402
-from pytest_clawswe.engine.client import docker_client  # noqa: E402
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL  # noqa: E402
+from pytest_clawswe.engine.docker.client import docker_client  # noqa: E402
 from pytest_clawswe.labels import LABEL_RUN  # noqa: E402
 from pytest_clawswe.swe.dataset import load_instances  # noqa: E402
 
@@ -43,7 +43,7 @@ def main() -> int:
     args = ap.parse_args()
     if not _answers():
         subprocess.run([str(SCRIPT), "up"], check=True, capture_output=True)
-    local, engine2 = docker.from_env(), docker_client(base_url=URL, tls_dir=TLS_DIR)
+    local, engine2 = docker_client(), docker_client(base_url=URL, tls_dir=TLS_DIR)
     images = sorted({i.image for i in load_instances("demo")})
     for image in images:
         for prepared in engine2.images.list(filters={"label": f"{SOURCE_LABEL}={image}"}):

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import docker
 
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL
+from pytest_clawswe.engine.docker.client import docker_client
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL
 from pytest_clawswe.swe.dataset import load_local_rows
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 
@@ -41,7 +42,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget-fraction", type=float, default=0.5)
     args = ap.parse_args()
-    client = docker.from_env()
+    client = docker_client()
     rows = load_local_rows(DEMO_TASK_REPO)
     made = []
     with tempfile.TemporaryDirectory() as tmp:

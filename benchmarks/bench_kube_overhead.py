@@ -27,17 +27,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_overhead import _test_seconds, _TimedOracle  # noqa: E402
 
-from pytest_clawswe.engine.client import docker_client  # noqa: E402
+from pytest_clawswe.engine.docker.client import docker_client  # noqa: E402
 from pytest_clawswe.run.config import RunConfig  # noqa: E402
 from pytest_clawswe.swe.dataset import load_instances  # noqa: E402
-from pytest_clawswe.swe.instance_runner import InstanceRunner as Runner  # noqa: E402
+from pytest_clawswe.swe.instance.runner import InstanceRunner as Runner  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "kube_overhead.json"
 
 
 def passes(tmp: Path, client, kube, rounds: int) -> dict:
     """The demo set back to back, Docker then the cluster, `rounds` times; their per-item overheads."""
-    from pytest_clawswe.swe.scoring import EvalContainer
+    from pytest_clawswe.swe.grading.scoring import EvalContainer
 
     after_s, EvalContainer.AFTER_S = EvalContainer.AFTER_S, 0.0  # made when the agent starts (see _TimedOracle)
     out: dict[str, dict[str, list]] = {"docker": {"items": [], "firsts": []}, "kubernetes": {"items": [], "firsts": []}}
@@ -86,7 +86,7 @@ def passes(tmp: Path, client, kube, rounds: int) -> dict:
 
 def one_start(client, kube, repeat: int = 5) -> dict:
     """A pod's start and removal (debian:bookworm-slim) beside a Docker container's, interleaved."""
-    from pytest_clawswe.engine.docker_workspace import Workspace
+    from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
     from pytest_clawswe.engine.kube import namespace
 
     namespace.ensure(kube.cluster, kube.namespace, kube.cfg.run_id)

@@ -60,7 +60,7 @@ def main() -> None:
     opts = parser.parse_args()
     harness = ("--harness", opts.harness) + (("--model", opts.model) if opts.model else ())
     sys.path.insert(0, str(ROOT))
-    from pytest_clawswe.engine.client import docker_client
+    from pytest_clawswe.engine.docker.client import docker_client
 
     second = docker_client(base_url=SECOND, tls_dir=TLS_DIR)
     for image in second.images.list():  # the test engine's own images only: a cold start

@@ -37,16 +37,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import docker
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL
-from pytest_clawswe.engine.client import docker_client
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL
+from pytest_clawswe.engine.docker.client import docker_client
 from pytest_clawswe.harness.adapters.nop import NopHarness
 from pytest_clawswe.harness.adapters.oracle import OracleHarness
 
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.swe.dataset import load_instances
-from pytest_clawswe.swe.instance_runner import InstanceRunner as Runner
-from pytest_clawswe.swe.prepare import PREPARED_REPO
+from pytest_clawswe.swe.instance.runner import InstanceRunner as Runner
+from pytest_clawswe.swe.instance.prepare import PREPARED_REPO
 
 RESULTS = Path(__file__).parent / "results" / "overhead.json"
 ROUND_KEYS = ("sequence_median_overhead_s", "sequence_mean_overhead_s", "median_overhead_excluding_tests_s", "median_overhead_excluding_tests_with_container_ahead_s",
@@ -95,7 +94,7 @@ def score_ahead(client, inst, eval_dir: Path) -> tuple[float, float]:
     """The oracle's patch graded in an evaluation container made while an agent worked (runner.py does this
     once the agent has worked EvalContainer.AFTER_S); returns the score's seconds and its tests' seconds."""
     from pytest_clawswe.swe.dataset import load_row
-    from pytest_clawswe.swe.scoring import EvalContainer, score
+    from pytest_clawswe.swe.grading.scoring import EvalContainer, score
 
     row = load_row(inst)
     ahead = EvalContainer(client, row, "bench-overhead", {"clawswe.run": "bench-overhead"}, after_s=0)
@@ -186,7 +185,7 @@ class _TimedOracle(OracleHarness):
 
 
 def sequence(tmp: Path, client, rounds: int) -> dict:
-    from pytest_clawswe.swe.scoring import EvalContainer
+    from pytest_clawswe.swe.grading.scoring import EvalContainer
 
     after_s, EvalContainer.AFTER_S = EvalContainer.AFTER_S, 0.0  # made when the agent starts; see _TimedOracle
     items, firsts = [], []
@@ -242,7 +241,7 @@ def main() -> int:
         result["median_over_rounds"] = {key: round(statistics.median(r[key] for r in rounds), 3)
                                         for key in ROUND_KEYS}
     try:
-        result["docker"] = docker.from_env().version()["Version"]
+        result["docker"] = docker_client().version()["Version"]
     except Exception:
         pass
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

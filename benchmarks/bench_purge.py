@@ -20,8 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_clawswe.engine.docker_workspace import Workspace, docker_client
-from pytest_clawswe.swe.prepare import check_purged, prepare
+from pytest_clawswe.engine.docker.client import docker_client
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.swe.instance.prepare import check_purged, prepare
 
 RESULTS = Path(__file__).parent / "results" / "purge.json"
 

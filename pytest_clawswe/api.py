@@ -36,7 +36,7 @@ A harness (README, "Adding a harness") subclasses Harness, with its typed Harnes
 Errors (errors.py has the whole tree): ClawsweError, and under it UserError (HarnessError), InfraError, ItemError,
 Verdict.
 """
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.engine.workspace import BaseWorkspace, ExecResult
 from pytest_clawswe.errors import ClawsweError, HarnessError, InfraError, ItemError, UserError, Verdict
 from pytest_clawswe.files import write_atomic

@@ -49,7 +49,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def docker_client():
-    from pytest_clawswe.engine.docker_workspace import InfraError, docker_client
+    from pytest_clawswe.engine.docker.client import docker_client
+    from pytest_clawswe.errors import InfraError
 
     try:
         return docker_client()
@@ -67,7 +68,7 @@ def demo_instances():
 @pytest.fixture(scope="session")
 def demo_images(docker_client, demo_instances):
     """Every demo image, built once (reused when up to date)."""
-    from pytest_clawswe.swe.instance_images import build_images, load_instances
+    from pytest_clawswe.swe.instance.images import build_images, load_instances
 
     return build_images(load_instances(DEMO_TASK_REPO), docker_client, progress=lambda line: None)
 

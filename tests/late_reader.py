@@ -5,7 +5,7 @@ the engine's answer (its status line and headers) is held back until the command
 The engine writes its `101 UPGRADED` answer, then starts the command and streams its output on the same
 connection. http.client reads the status line and headers through a buffered reader that takes what the socket
 holds (up to 8 KiB); when the command's output already arrived, it is taken along, and docker-py's stream reader,
-reading the socket beneath that buffer, never sees it (pytest_clawswe/engine/attach_stream.py)."""
+reading the socket beneath that buffer, never sees it (pytest_clawswe/engine/docker/attach_stream.py)."""
 from __future__ import annotations
 
 import contextlib

@@ -26,13 +26,13 @@ class SecondEngine:
     host_side_addr: str
 
     def client(self):
-        from pytest_clawswe.engine.client import docker_client
+        from pytest_clawswe.engine.docker.client import docker_client
 
         return docker_client(base_url=self.url, tls_dir=self.tls_dir)
 
 
 def _answers() -> bool:
-    from pytest_clawswe.engine.client import docker_client
+    from pytest_clawswe.engine.docker.client import docker_client
     from pytest_clawswe.errors import InfraError
 
     try:

@@ -1,4 +1,4 @@
-"""Reading the engine's archive of a path (engine/archive.py): framed at both ends, links noted and never followed.
+"""Reading the engine's archive of a path (engine/framing/archive.py): framed at both ends, links noted and never followed.
 
 Pure logic: the archives are made here with tarfile, as the engine's stream would carry them (in chunks). The
 same reading against a real container (and an engine stream cut on purpose) is in test_workspace.py.
@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from pytest_clawswe.engine.archive import ArchiveCut, copy_framed, extract
+from pytest_clawswe.engine.framing.archive import ArchiveCut, copy_framed, extract
 from pytest_clawswe.errors import InfraError
 
 

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN
+from pytest_clawswe.labels import LABEL_RUN
 
 pytestmark = pytest.mark.docker
 FAKES = "--harness={}/tests/fake_harnesses.py:{}"
@@ -171,7 +171,7 @@ def test_missing_image_is_an_error_not_a_failure(pytester, docker_client, python
 
 def test_a_patch_that_does_not_apply_is_an_apply_failure(docker_client, python_demo, tmp_path):
     from pytest_clawswe.swe.dataset import load_row
-    from pytest_clawswe.swe.scoring import score
+    from pytest_clawswe.swe.grading.scoring import score
 
     bad = "diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1,2 +1,2 @@\n-x\n+y\n z\n"
     s = score(docker_client, load_row(python_demo), bad, run_id="t-apply", model_label="t", eval_dir=tmp_path,

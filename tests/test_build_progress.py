@@ -8,7 +8,7 @@ import uuid
 import docker.errors
 import pytest
 
-from pytest_clawswe.engine.image_build import BuildProgress, _build_lock
+from pytest_clawswe.engine.images.build import BuildProgress, _build_lock
 
 NOISY = b"FROM debian:bookworm-slim\nRUN for i in $(seq 40); do echo noisy line $i; done\nLABEL clawswe.test=progress\n"
 
@@ -86,8 +86,8 @@ def test_the_task_images_build_shows_its_steps(docker_client, scratch_tag):
 
 @pytest.mark.docker
 def test_every_build_through_the_shared_builder_shows_steps_not_its_output(docker_client, scratch_tag):
-    """Harness bundles and runtimes, the relay and the services sidecar build through image_build._docker_build."""
-    from pytest_clawswe.engine.image_build import _docker_build
+    """Harness bundles and runtimes, the relay and the services sidecar build through images/build.py's _docker_build."""
+    from pytest_clawswe.engine.images.build import _docker_build
 
     lines: list[str] = []
     _docker_build(docker_client, {"Dockerfile": NOISY}, scratch_tag, {}, {}, lines.append)

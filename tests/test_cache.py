@@ -6,7 +6,7 @@ import uuid
 import docker.errors
 import pytest
 
-from pytest_clawswe.engine.cache_level import PULLED_BASE_LABEL, SOURCE_LABEL, ImageLease, release_images, resolve
+from pytest_clawswe.engine.images.cache_level import PULLED_BASE_LABEL, SOURCE_LABEL, ImageLease, release_images, resolve
 from pytest_clawswe.swe.dataset import load_local_rows
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 

@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine import hostguard
-from pytest_clawswe.engine.docker_workspace import DROPPED_CAPABILITIES, LABEL_RUN, MAX_EXEC_OUTPUT, Workspace
-from pytest_clawswe.engine.network import create_locked_network
+from pytest_clawswe.engine.network import hostguard
+from pytest_clawswe.engine.sandbox.docker_workspace import DROPPED_CAPABILITIES, Workspace
+from pytest_clawswe.engine.workspace import MAX_EXEC_OUTPUT
+from pytest_clawswe.labels import LABEL_RUN
+from pytest_clawswe.engine.network.locked import create_locked_network
 from pytest_clawswe.engine.workspace import BaseWorkspace
 
 pytestmark = pytest.mark.docker
@@ -140,7 +142,7 @@ def test_every_host_read_of_agent_output_is_capped(docker_client, python_demo, t
 
 
 def test_a_diff_too_big_to_read_back_is_no_patch_not_a_cut_one(docker_client, python_demo):
-    from pytest_clawswe.swe.patch import MAX_DIFF_BYTES, collect_patch
+    from pytest_clawswe.swe.instance.patch import MAX_DIFF_BYTES, collect_patch
 
     with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-caps"}) as ws:
         base = ws.exec("git rev-parse HEAD", workdir="/testbed", check=True).stdout.strip()

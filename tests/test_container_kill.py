@@ -7,7 +7,7 @@ import time
 import docker.errors
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.errors import InfraError
 
 pytestmark = pytest.mark.docker
@@ -49,7 +49,7 @@ def test_the_pids_cgroup_read_here_counts_every_task_of_the_container(docker_cli
     and nothing is read for a process that is not the container's (another machine's engine)."""
     import os
 
-    from pytest_clawswe.engine.container_kill import _host_tasks
+    from pytest_clawswe.engine.sandbox.container_kill import _host_tasks
 
     with Workspace(docker_client, python_demo.image, labels={LABEL: "kill-count"}, network="none") as ws:
         state = docker_client.api.inspect_container(ws.container.id)["State"]
@@ -64,7 +64,7 @@ def test_the_pids_cgroup_read_here_counts_every_task_of_the_container(docker_cli
 
 def _settled(ws, init_pid: int, limit_s: float = 20.0) -> int | None:
     """The container's task count once it is down to tini and the keep-alive (or what it is at the limit)."""
-    from pytest_clawswe.engine.container_kill import _host_tasks
+    from pytest_clawswe.engine.sandbox.container_kill import _host_tasks
 
     deadline = time.monotonic() + limit_s
     while (count := _host_tasks(ws.container.id, init_pid)) != 2 and time.monotonic() < deadline:
@@ -136,7 +136,7 @@ class _StuckApi:
 def test_thaw_makes_sure_the_container_is_not_left_frozen(monkeypatch):
     """An exec into a frozen container hangs in the kernel and holds the engine (seen once in CI: the engine stopped
     answering for 10 minutes); a failed unpause used to be taken for "gone meanwhile"."""
-    from pytest_clawswe.engine import container_kill
+    from pytest_clawswe.engine.sandbox import container_kill
 
     monkeypatch.setattr(container_kill.time, "sleep", lambda s: None)
     api = _StuckApi(fail=2)
@@ -166,7 +166,7 @@ class _StartingExecApi:
 def test_no_freeze_while_an_exec_is_still_being_started(monkeypatch):
     """A Ctrl-C can leave an exec sent but not started; frozen while runc starts it, it hangs the engine (CI, twice).
     The freeze waits for it (bounded: an exec created and never started looks the same)."""
-    from pytest_clawswe.engine import container_kill
+    from pytest_clawswe.engine.sandbox import container_kill
 
     monkeypatch.setattr(container_kill.time, "sleep", lambda s: None)
     api = _StartingExecApi(starting_for=3)
@@ -185,7 +185,7 @@ def test_a_container_that_stops_before_the_helper_starts_is_done_not_an_error(do
     only after the freeze (a task already exiting is not frozen). The helper's start then fails ("... is not
     running"): nothing runs there any more, so the stop is done (seen in test_wildclaw_hostile under load: the
     task ended as an error), and the helper that could not start is not left behind."""
-    from pytest_clawswe.engine import container_kill
+    from pytest_clawswe.engine.sandbox import container_kill
 
     real = container_kill._only_tini_and_keepalive
 
@@ -219,7 +219,7 @@ class _UnfreezableApi:
 def test_a_container_the_freezer_will_not_take_is_stopped_unfrozen(monkeypatch):
     """Seen in test_wildclaw_hostile under load (the fork bomb, and test_a_chain_of_processes...): the pause failed
     with "unable to freeze" and the task ended as an error; it is tried again, then the helper kills unfrozen."""
-    from pytest_clawswe.engine import container_kill
+    from pytest_clawswe.engine.sandbox import container_kill
 
     monkeypatch.setattr(container_kill.time, "sleep", lambda s: None)
     assert container_kill._freeze(_UnfreezableApi(fail=1), "c1") is True

@@ -20,7 +20,7 @@ from swebench.task.checks import check_task_repo, errors, expected_image
 from swebench.task.repo import load_task_repo, task_paths
 
 from pytest_clawswe.cli import UserError
-from pytest_clawswe.swe import instance_images as images
+from pytest_clawswe.swe.instance import images
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 
 LANGUAGES = {"Java", "Go", "Rust", "JS/TS", "C/C++", "Ruby", "PHP", "Python"}
@@ -173,9 +173,9 @@ def test_build_reuses_an_up_to_date_image_and_rebuilds_a_changed_one(engine, scr
     lines.clear()
     images.build_images([inst], engine, progress=lines.append)
     assert lines == [f"[1/1] clawswe__scratch-1: up to date ({scratch_image})"]
-    assert images.ensure_image(inst, engine, progress=lines.append) == scratch_image
+    assert images.ensure_instance_image(inst, engine, progress=lines.append) == scratch_image
     (ctx / "a.txt").write_text("two")
-    images.ensure_image(inst, engine, progress=lines.append)  # stale: rebuilt
+    images.ensure_instance_image(inst, engine, progress=lines.append)  # stale: rebuilt
     assert engine.images.get(scratch_image).id != first
     with pytest.raises(docker.errors.ImageNotFound):  # the replaced version is not left behind
         engine.images.get(first)
@@ -199,7 +199,7 @@ def test_a_failed_build_names_the_instance_and_the_log(engine, scratch_image, tm
 def test_an_image_that_cannot_be_pulled_is_an_image_error(engine):
     inst = {"instance_id": "clawswe__nowhere-3", "image": f"clawswe-test/nowhere-{uuid.uuid4().hex[:8]}:latest"}
     with pytest.raises(images.ImageError, match="clawswe__nowhere-3"):
-        images.ensure_image(inst, engine, progress=lambda line: None)
+        images.ensure_instance_image(inst, engine, progress=lambda line: None)
 
 
 def _in_image(engine, image: str, command: str) -> str:

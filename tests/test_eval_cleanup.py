@@ -13,7 +13,7 @@ pytestmark = pytest.mark.docker
 
 def test_the_evaluation_container_is_removed_on_the_engine_of_the_client(docker_client, python_demo, tmp_path,
                                                                          monkeypatch):
-    from pytest_clawswe.swe.scoring import join_removals, score
+    from pytest_clawswe.swe.grading.scoring import join_removals, score
 
     run_id = f"t-evalrm-{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # the command line's engine: elsewhere
@@ -28,7 +28,7 @@ def test_the_evaluation_container_is_removed_on_the_engine_of_the_client(docker_
 
 
 def test_the_container_made_ahead_is_the_one_the_evaluation_runs_in(docker_client, python_demo, tmp_path):
-    from pytest_clawswe.swe.scoring import EvalContainer, join_removals, score
+    from pytest_clawswe.swe.grading.scoring import EvalContainer, join_removals, score
 
     run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
     labels = {LABEL_RUN: run_id}
@@ -49,7 +49,7 @@ def test_the_container_made_ahead_is_the_one_the_evaluation_runs_in(docker_clien
 
 def test_a_container_made_ahead_for_an_item_that_never_got_to_its_evaluation_is_removed(docker_client,
                                                                                          python_demo):
-    from pytest_clawswe.swe.scoring import EvalContainer
+    from pytest_clawswe.swe.grading.scoring import EvalContainer
 
     run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
     ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id}, after_s=0)
@@ -60,7 +60,7 @@ def test_a_container_made_ahead_for_an_item_that_never_got_to_its_evaluation_is_
 
 
 def test_an_agent_that_ends_at_once_costs_no_container_made_ahead(docker_client, python_demo):
-    from pytest_clawswe.swe.scoring import EvalContainer
+    from pytest_clawswe.swe.grading.scoring import EvalContainer
 
     run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
     ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id}, after_s=5)
@@ -72,7 +72,7 @@ def test_a_container_made_ahead_under_another_name_is_still_the_one_used_and_rem
                                                                                      tmp_path):
     """swebench names its container again when the name is taken (a ghost still being removed: a retried item);
     the container made ahead is then under that other name, and must neither be left running nor doubled."""
-    from pytest_clawswe.swe.scoring import EvalContainer, join_removals, score
+    from pytest_clawswe.swe.grading.scoring import EvalContainer, join_removals, score
 
     run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
     labels = {LABEL_RUN: run_id}

@@ -28,7 +28,7 @@ def _execs(docker_client, container_id: str, since: float, until: float) -> list
 
 
 def test_the_evaluation_runs_no_mkdir_in_a_container_made_ahead(docker_client, python_demo, tmp_path):
-    from pytest_clawswe.swe.scoring import EvalContainer, join_removals, score
+    from pytest_clawswe.swe.grading.scoring import EvalContainer, join_removals, score
 
     run_id = f"t-staged-{uuid.uuid4().hex[:6]}"
     labels = {LABEL_RUN: run_id}
@@ -54,8 +54,8 @@ def test_the_evaluation_runs_no_mkdir_in_a_container_made_ahead(docker_client, p
 
 def test_an_archive_that_is_not_the_staged_eval_script_is_copied_for_real(docker_client, python_demo):
     """The answer from ahead is for the same file only: other bytes, another mode or another name go to the engine."""
-    from pytest_clawswe.engine.docker_workspace import Workspace
-    from pytest_clawswe.swe.eval_staging import MadeAhead, _tar_like_swebench
+    from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+    from pytest_clawswe.swe.grading.eval_staging import MadeAhead, _tar_like_swebench
 
     with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-staged-copy"}, network="none") as ws:
         made = MadeAhead(ws.container, "echo one\n")
@@ -82,7 +82,7 @@ def _block(log: str, title: str) -> str:
 def test_the_apply_and_diff_in_one_exec_log_what_swebench_logs_alone(docker_client, python_demo, tmp_path):
     """The same patch graded by swebench making every call itself and with the calls made ahead: the same apply
     output, the same diff before the tests, the same verdict."""
-    from pytest_clawswe.swe.scoring import EvalContainer, join_removals, score
+    from pytest_clawswe.swe.grading.scoring import EvalContainer, join_removals, score
 
     row = load_row(python_demo)
     logs = {}
@@ -105,8 +105,8 @@ def test_the_apply_and_diff_in_one_exec_log_what_swebench_logs_alone(docker_clie
 
 def test_a_failed_apply_leaves_no_diff_to_answer(docker_client, python_demo):
     """run_instance's fallbacks and their diff run for real; a diff is answered only right after the apply."""
-    from pytest_clawswe.engine.docker_workspace import Workspace
-    from pytest_clawswe.swe.eval_staging import APPLY, DIFF, MadeAhead
+    from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+    from pytest_clawswe.swe.grading.eval_staging import APPLY, DIFF, MadeAhead
 
     with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-staged-apply"}, network="none") as ws:
         made = MadeAhead(ws.container)

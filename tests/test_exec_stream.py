@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.labels import LABEL_RUN
 from late_reader import late_answers, stock_client
 
@@ -44,7 +44,7 @@ def _expected_patch(ws) -> tuple[str, str]:
 
 def test_the_collection_read_late_is_the_agents_patch(docker_client, python_demo):
     """Read late every time, the run's client gets every answer whole: the diff, not 'larger than 50 MiB'."""
-    from pytest_clawswe.swe.patch import collect_patch
+    from pytest_clawswe.swe.instance.patch import collect_patch
 
     with Workspace(docker_client, python_demo.image, labels=LABELS) as ws:
         base, expected = _expected_patch(ws)
@@ -58,7 +58,7 @@ def test_the_collection_read_late_is_the_agents_patch(docker_client, python_demo
 def test_a_collection_whose_beginning_was_lost_is_read_again(docker_client, python_demo):
     """docker-py as shipped, its first answer read late (the incident: the first line lost, the rest whole): the
     answer's missing start line is seen, it is read once more, and the patch is the agent's."""
-    from pytest_clawswe.swe.patch import collect_patch
+    from pytest_clawswe.swe.instance.patch import collect_patch
 
     with Workspace(stock_client(docker_client), python_demo.image, labels=LABELS) as ws:
         base, expected = _expected_patch(ws)
@@ -79,7 +79,7 @@ def test_a_collection_whose_beginning_was_lost_is_read_again(docker_client, pyth
 
 def _grade(client, python_demo, tmp_path, name: str):
     from pytest_clawswe.swe.dataset import load_row
-    from pytest_clawswe.swe.scoring import join_removals, score
+    from pytest_clawswe.swe.grading.scoring import join_removals, score
 
     row = load_row(python_demo)
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN
+from pytest_clawswe.labels import LABEL_RUN
 
 pytestmark = [pytest.mark.docker, pytest.mark.exclusive]  # it restarts the Docker engine
 ROOT = Path(__file__).resolve().parent.parent
@@ -267,9 +267,9 @@ def test_case1_second_sigint_stops_at_once(docker_client, two_ids, tmp_path):
 def test_case1_a_killed_evaluation_is_an_error_not_a_verdict(docker_client, demo_instances, demo_images, tmp_path):
     import threading
 
-    from pytest_clawswe.engine.docker_workspace import InfraError  # its old home, so the test also runs on main
+    from pytest_clawswe.errors import InfraError  # its old home, so the test also runs on main
     from pytest_clawswe.swe.dataset import load_row
-    from pytest_clawswe.swe.scoring import score
+    from pytest_clawswe.swe.grading.scoring import score
 
     inst = next(i for i in demo_instances if i.instance_id == "clawswe__csvkit-java-23")  # a slow test run
     row = load_row(inst)

@@ -70,7 +70,7 @@ def lose_first_line(n: int, text: str) -> str:
 def test_a_collection_that_lost_its_beginning_is_read_again_not_graded(repo):
     """The incident: the first line (the big files' end line, then) lost, the rest whole; the parser took every
     line of the diff for a big file, and the patch was graded empty."""
-    from pytest_clawswe.swe.patch import collect_patch
+    from pytest_clawswe.swe.instance.patch import collect_patch
 
     path, base = repo
     expected = _diff(path, base)
@@ -87,7 +87,7 @@ def test_a_collection_that_lost_its_beginning_is_read_again_not_graded(repo):
     lambda n, text: "",  # nothing at all, exit 0
 ])
 def test_a_collection_cut_twice_is_an_infrastructure_error(repo, cut):
-    from pytest_clawswe.swe.patch import collect_patch
+    from pytest_clawswe.swe.instance.patch import collect_patch
 
     path, base = repo
     ws = HostWorkspace(path, cut)
@@ -97,7 +97,7 @@ def test_a_collection_cut_twice_is_an_infrastructure_error(repo, cut):
 
 
 def test_a_collection_whole_the_first_time_is_read_once(repo):
-    from pytest_clawswe.swe.patch import collect_patch
+    from pytest_clawswe.swe.instance.patch import collect_patch
 
     path, base = repo
     ws = HostWorkspace(path)
@@ -108,7 +108,7 @@ def test_a_collection_whole_the_first_time_is_read_once(repo):
 def test_nothing_the_agent_names_can_end_the_list_of_big_files(repo):
     """A big file whose name holds a line like the runner's own (a fixed end line could be forged): the frame
     and the list's end are the call's own, so the big file is listed under its name and the patch is whole."""
-    from pytest_clawswe.swe.patch import collect_patch
+    from pytest_clawswe.swe.instance.patch import collect_patch
 
     path, base = repo
     expected = _diff(path, base)
@@ -121,7 +121,7 @@ def test_nothing_the_agent_names_can_end_the_list_of_big_files(repo):
 
 
 def test_the_purge_check_that_lost_its_beginning_is_read_again(repo):
-    from pytest_clawswe.swe.prepare import check_purged
+    from pytest_clawswe.swe.instance.prepare import check_purged
 
     path, base = repo
     _git(path, "commit", "-qam", "a future commit")
@@ -164,7 +164,7 @@ EVENTS = [(0, None), (1, None), *OUTPUT]
 def test_the_evaluations_test_output_is_what_the_script_printed():
     from swebench.harness.docker_utils import exec_run_with_timeout
 
-    from pytest_clawswe.swe.eval_output import FramedEval
+    from pytest_clawswe.swe.grading.eval_output import FramedEval
 
     # the engine reads the two pipes apart: a later stderr line can come before stdout's first (seen: "+ exec")
     for events in (EVENTS, [(1, None), OUTPUT[0], (0, None), *OUTPUT[1:]]):
@@ -179,7 +179,7 @@ def test_an_evaluation_output_without_its_beginning_is_marked_lost(cut):
     """Whichever pipe came first, the stream's first frames lost: one of the lines is missing."""
     from swebench.harness.docker_utils import exec_run_with_timeout
 
-    from pytest_clawswe.swe.eval_output import FramedEval
+    from pytest_clawswe.swe.grading.eval_output import FramedEval
 
     container = FramedEval(_EvalExec(EVENTS, cut))
     exec_run_with_timeout(container, "/bin/bash /eval.sh", 60)

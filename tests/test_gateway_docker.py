@@ -7,8 +7,8 @@ import secrets
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN, owner_label
-from pytest_clawswe.engine.network import container_address, network_host
+from pytest_clawswe.labels import LABEL_RUN, owner_label
+from pytest_clawswe.engine.network.locked import container_address, network_host
 from pytest_clawswe.gateway import GatewayProcess
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]

@@ -186,7 +186,7 @@ def test_a_budget_cut_kills_every_openclaw_process(pytester, monkeypatch, docker
 
 
 def no_containers_left(docker_client, run_dir: Path) -> bool:
-    from pytest_clawswe.engine.docker_workspace import LABEL_RUN
+    from pytest_clawswe.labels import LABEL_RUN
 
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
     return docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from pytest_clawswe.harness.adapter import Harness, HarnessError, get_harness_class
-from pytest_clawswe.swe.prompt import render_prompt
+from pytest_clawswe.swe.instance.prompt import render_prompt
 
 
 @pytest.mark.parametrize("name, options, message", [

@@ -48,7 +48,7 @@ def test_zeroclaw_without_its_bundle_is_one_clear_error(monkeypatch):
     from pytest_clawswe.harness.adapters import zeroclaw
 
     monkeypatch.setattr("pytest_clawswe.harness.bundles.built_versions", lambda client, name: [])
-    monkeypatch.setattr("pytest_clawswe.engine.docker_workspace.docker_client", lambda: None)
+    monkeypatch.setattr("pytest_clawswe.engine.docker.client.docker_client", lambda: None)
     with pytest.raises(HarnessError) as err:
         zeroclaw.ZeroClawHarness("scripted/gold", {})
     assert str(err.value) == ("zeroclaw is on no package registry; build its bundle from your executable first: "

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN, Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.harness.adapter import AgentContext, get_harness_class
-from pytest_clawswe.swe.patch import scrub_artifacts
-from pytest_clawswe.swe.prompt import instance_prompt
+from pytest_clawswe.swe.instance.patch import scrub_artifacts
+from pytest_clawswe.swe.instance.prompt import instance_prompt
 
 SETTINGS = Path(__import__("pytest_clawswe.harness.adapters", fromlist=["x"]).__file__).parent / "settings.yaml"
 TABLE = yaml.safe_load(SETTINGS.read_text())

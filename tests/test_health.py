@@ -13,11 +13,11 @@ from pytest_clawswe import cli
 from pytest_clawswe.report.health import HealthFileError, both_ways, load_health
 from pytest_clawswe.run.result import ERROR
 from pytest_clawswe.swe import grid
-from pytest_clawswe.swe.health import collect, columns, reopen, summary_line, table_lines
-from pytest_clawswe.swe.health_marks import mark, note, p2p_vs_base
-from pytest_clawswe.swe.health_runs import graded_tests_digest, instance_entry, verdict
-from pytest_clawswe.swe.results import RESOLVED, UNRESOLVED, InstanceResult, instance_dir
-from pytest_clawswe.swe.summary import junit_properties, summarize, terminal_lines
+from pytest_clawswe.swe.health.cli import collect, columns, reopen, summary_line, table_lines
+from pytest_clawswe.swe.health.marks import mark, note, p2p_vs_base
+from pytest_clawswe.swe.health.runs import graded_tests_digest, instance_entry, verdict
+from pytest_clawswe.swe.results.run_dir import RESOLVED, UNRESOLVED, InstanceResult, instance_dir
+from pytest_clawswe.swe.results.summary import junit_properties, summarize, terminal_lines
 
 P2P = ["t::a", "t::b", "t::coin"]
 F2P = ["t::fix"]
@@ -263,7 +263,7 @@ def test_a_resume_must_give_the_run_s_own_health_file(tmp_path):
 
 def test_the_demo_set_s_shipped_file_covers_every_instance_and_its_tests():
     from pytest_clawswe.swe.dataset import load_instances, load_row
-    from pytest_clawswe.swe.health_marks import SHIPPED
+    from pytest_clawswe.swe.health.marks import SHIPPED
 
     health = load_health(SHIPPED["demo"])
     rows = [load_row(i) for i in load_instances("demo")]

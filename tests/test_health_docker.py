@@ -33,7 +33,7 @@ def run(args: list[str], cwd: Path, env: dict, timeout: int = 3000) -> subproces
 
 @pytest.fixture(scope="module")
 def tally_images(docker_client):
-    from pytest_clawswe.swe.instance_images import build_images, load_instances
+    from pytest_clawswe.swe.instance.images import build_images, load_instances
 
     return build_images(load_instances(TASKS), docker_client, progress=lambda line: None)
 

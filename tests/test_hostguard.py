@@ -5,7 +5,7 @@ ACCEPT inserted at 1 and REJECT at 2, a run starting in between put this run's R
 here (pure logic); tests/test_isolation.py and test_container.py check the rules in the real iptables."""
 import subprocess
 
-from pytest_clawswe.engine import hostguard
+from pytest_clawswe.engine.network import hostguard
 
 
 class _Chain:

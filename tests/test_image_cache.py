@@ -7,8 +7,8 @@ import uuid
 import docker.errors
 import pytest
 
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL, ImageLease, lock_path
-from pytest_clawswe.engine.image_cache import enforce, sizes
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL, ImageLease, lock_path
+from pytest_clawswe.engine.images.cache import enforce, sizes
 from pytest_clawswe.swe.dataset import load_local_rows
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
+from pytest_clawswe.errors import DatasetError
 from pytest_clawswe.swe.dataset import (
     LANGUAGE_MARKERS,
-    DatasetError,
     load_instances,
     load_row,
     read_instances_file,

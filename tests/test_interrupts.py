@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN
+from pytest_clawswe.labels import LABEL_RUN
 
 pytestmark = pytest.mark.docker
 

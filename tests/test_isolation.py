@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from pytest_clawswe.engine import hostguard
+from pytest_clawswe.engine.network import hostguard
 
 pytestmark = pytest.mark.docker
 SECRET = "sk-or-REAL-KEY-MUST-NOT-LEAK"
@@ -54,7 +54,7 @@ def test_network_open_is_an_explicit_choice(pytester, python_demo, tmp_path, hos
 
 
 def test_clean_removes_the_firewall_rules_a_killed_run_left(docker_client):
-    from pytest_clawswe.engine.docker_workspace import LABEL_OWNER, LABEL_RUN
+    from pytest_clawswe.labels import LABEL_OWNER, LABEL_RUN
     from pytest_clawswe.run.clean import clean
 
     run_id = "t-guard"

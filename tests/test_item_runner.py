@@ -132,8 +132,8 @@ def test_an_unwritable_run_folder_is_a_final_infra_error(tmp_path):
 
 
 def test_both_benchmarks_runners_read_their_own_result_files(tmp_path):
-    from pytest_clawswe.swe.instance_runner import InstanceRunner as Runner
-    from pytest_clawswe.swe.results import InstanceResult
+    from pytest_clawswe.swe.instance.runner import InstanceRunner as Runner
+    from pytest_clawswe.swe.results.run_dir import InstanceResult
     from pytest_clawswe.wildclaw.options import WildOptions
     from pytest_clawswe.wildclaw.results import TaskResult
     from pytest_clawswe.wildclaw.task_runner import TaskRunner as WildRunner

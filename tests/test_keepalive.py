@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 
 pytestmark = pytest.mark.docker
 

@@ -19,14 +19,14 @@ def site(kube_cluster, docker_client):
     from pytest_clawswe.engine.kube import namespace
     from pytest_clawswe.engine.kube.images import ImagePublisher
     from pytest_clawswe.engine.kube.site import PodSite
-    from pytest_clawswe.engine.registry import Registry
+    from pytest_clawswe.engine.images.registry import ImageRegistry
 
     cluster = kube_cluster.cluster()
     run_id = f"test-ws-{int(time.time())}"
     ns = namespace.namespace_for(run_id)
     namespace.ensure(cluster, ns, run_id)
     try:
-        yield PodSite(cluster, ns, ImagePublisher(docker_client, Registry(kube_cluster.registry)))
+        yield PodSite(cluster, ns, ImagePublisher(docker_client, ImageRegistry(kube_cluster.registry)))
     finally:
         namespace.delete(cluster, ns, wait_s=60)
 
@@ -118,7 +118,7 @@ def test_disk_used_counts_what_the_sandbox_wrote(site):
 
 
 def test_what_the_sandbox_changed_and_a_read_only_folder(site, tmp_path):
-    """engine/world.py's view of a pod (its changes, its mounts) and Docker's read_only binds (WildClawBench's
+    """engine/sandbox/world.py's view of a pod (its changes, its mounts) and Docker's read_only binds (WildClawBench's
     exec/ at /app): the folder is there, read-only, and not the sandbox's own files."""
     src = tmp_path / "exec"
     (src / "sub").mkdir(parents=True)
@@ -134,7 +134,7 @@ def test_what_the_sandbox_changed_and_a_read_only_folder(site, tmp_path):
         assert found.get("/root/made") == "added" and found.get("/root/made/a") == "added"
         assert found.get("/etc/issue") == "deleted" and found.get("/etc/debian_version") == "changed"
         assert "/app/sub/in.txt" not in found  # a mount's files are not the sandbox's
-        from pytest_clawswe.engine import world
+        from pytest_clawswe.engine.sandbox import world
 
         manifest = world.capture(ws, tmp_path / "world")
         assert {"path": "/root/made", "kind": "added"} in manifest["copied"]

@@ -23,7 +23,7 @@ from pytest_clawswe.swe.lite import (
     write_long_table,
 )
 from pytest_clawswe.swe.lite.search import Problem
-from pytest_clawswe.swe.results import InstanceResult
+from pytest_clawswe.swe.results.run_dir import InstanceResult
 
 LANGUAGES = ["Java", "Go", "Rust", "JS/TS", "C/C++", "Ruby", "PHP", "Python"]
 RESTARTS = 40  # enough for the properties below; the default 200 is for real use and the benchmark

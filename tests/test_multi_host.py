@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from second_engine import second_engine_fixture  # noqa: F401  (the second_engine fixture)
 
-from pytest_clawswe.engine import hosts as engines
+from pytest_clawswe.engine import hosts
 from pytest_clawswe.labels import LABEL_RUN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,11 +31,11 @@ class _Options:
 
 # -- options and assignment (no Docker) --------------------------------------------------------------------
 def test_no_docker_host_is_the_environments_engine():
-    assert engines.hosts(_Options(docker_host=[])) == [engines.Host(None)]
+    assert hosts.hosts(_Options(docker_host=[])) == [hosts.Host(None)]
 
 
 def test_hosts_keep_their_order_and_tcp_hosts_get_the_tls_folder(tmp_path):
-    found = engines.hosts(_Options(docker_host=[LOCAL, "tcp://10.0.0.2:2376", "ssh://me@gpu-a"],
+    found = hosts.hosts(_Options(docker_host=[LOCAL, "tcp://10.0.0.2:2376", "ssh://me@gpu-a"],
                                    docker_tls_dir=str(tmp_path)))
     assert [h.url for h in found] == [LOCAL, "tcp://10.0.0.2:2376", "ssh://me@gpu-a"]
     assert [h.tls_dir for h in found] == [None, str(tmp_path), None]
@@ -45,22 +45,22 @@ def test_hosts_keep_their_order_and_tcp_hosts_get_the_tls_folder(tmp_path):
                                        (LOCAL + " " + LOCAL, "give unix://")])
 def test_a_malformed_host_is_one_sentence(bad, says):
     with pytest.raises(pytest.UsageError, match=says):
-        engines.hosts(_Options(docker_host=[bad]))
+        hosts.hosts(_Options(docker_host=[bad]))
 
 
 def test_a_host_given_twice_is_refused():
     with pytest.raises(pytest.UsageError, match="given twice"):
-        engines.hosts(_Options(docker_host=[LOCAL, LOCAL]))
+        hosts.hosts(_Options(docker_host=[LOCAL, LOCAL]))
 
 
 def test_workers_take_the_hosts_round_robin():
     got = []
     for n in range(5):
         node = SimpleNamespace(gateway=SimpleNamespace(id=f"gw{n}"), workerinput={"workerid": f"gw{n}"})
-        engines.assign(node, 2)
-        got.append(engines.worker_index(SimpleNamespace(workerinput=node.workerinput), 2))
+        hosts.assign(node, 2)
+        got.append(hosts.worker_index(SimpleNamespace(workerinput=node.workerinput), 2))
     assert got == [0, 1, 0, 1, 0]
-    assert engines.worker_index(SimpleNamespace(), 2) == 0  # the controller or a run without xdist
+    assert hosts.worker_index(SimpleNamespace(), 2) == 0  # the controller or a run without xdist
 
 
 def test_an_unreachable_host_stops_the_run_before_anything_is_written(pytester, tmp_path):
@@ -102,7 +102,7 @@ def test_wildclaw_with_a_model_on_another_machines_engine_is_one_sentence(pytest
 
 def test_a_host_that_does_not_answer_is_named(tmp_path):
     with pytest.raises(pytest.UsageError, match=r"engine at unix:///nonexistent/docker.sock cannot be used"):
-        engines.check([engines.Host("unix:///nonexistent/docker.sock")], timeout=5)
+        hosts.check([hosts.Host("unix:///nonexistent/docker.sock")], timeout=5)
 
 
 # -- real engines ------------------------------------------------------------------------------------------
@@ -206,12 +206,12 @@ def test_an_engine_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(
 def test_clawswe_clean_cleans_the_engine_it_is_given(second_engine, docker_client):
     engine2 = second_engine.client()
     if not engine2.images.list(name="debian:bookworm-slim"):
-        engines.copy_image(docker_client, engine2, "debian:bookworm-slim", progress=lambda m: None)
+        hosts.copy_image(docker_client, engine2, "debian:bookworm-slim", progress=lambda m: None)
     run_id = f"h8-clean-{os.getpid()}"
     engine2.containers.create("debian:bookworm-slim", ["true"], labels={LABEL_RUN: run_id})
     engine2.networks.create(f"clawswe-{run_id}", internal=True, labels={LABEL_RUN: run_id})
     # the firewall rules a killed run left on that engine's host (relay.py)
-    from pytest_clawswe.engine import hostguard
+    from pytest_clawswe.engine.network import hostguard
     from pytest_clawswe.gateway.control import relay
 
     image = relay.ensure_relay_image(docker_client, [engine2], progress=lambda m: None)
@@ -303,7 +303,7 @@ def e2_host_service(second_engine, docker_client):
     engine2 = second_engine.client()
     image = relay.ensure_relay_image(docker_client, [engine2], progress=lambda m: None)
     if not engine2.images.list(name="debian:bookworm-slim"):
-        engines.copy_image(docker_client, engine2, "debian:bookworm-slim", progress=lambda m: None)
+        hosts.copy_image(docker_client, engine2, "debian:bookworm-slim", progress=lambda m: None)
     port = 28999
     conf = f"events {{}} pid /tmp/n.pid; http {{ access_log off; server {{ listen {port}; return 200 ok; }} }}"
     service = engine2.containers.run(image, ["sh", "-c", f"echo '{conf}' > /tmp/n.conf && nginx -c /tmp/n.conf "

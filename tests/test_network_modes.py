@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine import hostguard
-from pytest_clawswe.engine.network import local_address_towards
+from pytest_clawswe.engine.network import hostguard
+from pytest_clawswe.engine.network.locked import local_address_towards
 
 SUITE = Path(__file__).parent / "data" / "wildclaw-netablate"
 TASK = "01_Productivity_Flow_task_1_netprobe"
@@ -172,7 +172,7 @@ class _Chains:
 
 
 def test_two_runs_guarding_at_once_keep_their_dns_exception_above_their_refusals(monkeypatch):
-    from pytest_clawswe.engine import internet
+    from pytest_clawswe.engine.network import internet
 
     chains = _Chains()
     monkeypatch.setattr(hostguard, "_iptables", chains)
@@ -217,8 +217,8 @@ def test_the_internet_default_without_iptables_is_one_sentence_and_nothing_runs(
 def test_clean_removes_the_internet_rules_a_killed_run_left(docker_client):
     if os.geteuid() != 0 or not shutil.which("iptables"):
         pytest.skip("needs root and iptables")
-    from pytest_clawswe.engine.docker_workspace import LABEL_OWNER, LABEL_RUN
-    from pytest_clawswe.engine.internet import create_internet_network, guard_internet
+    from pytest_clawswe.labels import LABEL_OWNER, LABEL_RUN
+    from pytest_clawswe.engine.network.internet import create_internet_network, guard_internet
     from pytest_clawswe.run.clean import clean
 
     run_id = f"t-inet-{os.getpid()}"
@@ -243,7 +243,7 @@ def test_clean_removes_the_internet_rules_a_killed_run_left(docker_client):
 
 
 def test_the_resolvers_let_through_are_those_docker_forwards_to(tmp_path, monkeypatch):
-    from pytest_clawswe.engine import internet
+    from pytest_clawswe.engine.network import internet
 
     stub, upstream = tmp_path / "resolv.conf", tmp_path / "upstream.conf"
     stub.write_text("nameserver 127.0.0.53\noptions edns0\n")  # systemd-resolved's stub: Docker reads the other file

@@ -1,6 +1,6 @@
 import pytest
 
-from pytest_clawswe.swe.patch import clean_patch, count_changed_lines, section_path, split_sections
+from pytest_clawswe.swe.instance.patch import clean_patch, count_changed_lines, section_path, split_sections
 
 
 def section(path, body="@@ -1 +1 @@\n-a\n+b\n", header=None):

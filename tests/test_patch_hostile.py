@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.swe.dataset import load_row
-from pytest_clawswe.swe.patch import collect_patch, count_changed_lines
+from pytest_clawswe.swe.instance.patch import collect_patch, count_changed_lines
 
 pytestmark = pytest.mark.docker
 HARNESSES = Path(__file__).parent / "container_harnesses.py"

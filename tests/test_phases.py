@@ -6,7 +6,7 @@ import pytest
 
 from pytest_clawswe.run.phases import ALWAYS, NEVER, Phase, run_phases
 from pytest_clawswe.swe.benchmark import ClawSweBench
-from pytest_clawswe.swe.instance_phases import InstancePhases
+from pytest_clawswe.swe.instance.phases import InstancePhases
 from pytest_clawswe.wildclaw.benchmark import WildClawBench
 from pytest_clawswe.wildclaw.task_phases import TaskPhases
 

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN, InfraError, Workspace
-from pytest_clawswe.swe import prepare as prep
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.errors import InfraError
+from pytest_clawswe.labels import LABEL_RUN
+from pytest_clawswe.swe.instance import prepare as prep
 from pytest_clawswe.swe.dataset import load_row
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -1,12 +1,12 @@
 """The purge check's reading of its own script's output (pure logic: a workspace that answers with fixed text, in
-the frame of the call, engine/framed.py)."""
+the frame of the call, engine/framing/framed.py)."""
 import re
 
 import pytest
 
 from pytest_clawswe.engine.workspace import ExecResult
 from pytest_clawswe.errors import InfraError
-from pytest_clawswe.swe import prepare as prep
+from pytest_clawswe.swe.instance import prepare as prep
 
 BASE = "a" * 40
 

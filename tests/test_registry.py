@@ -14,8 +14,8 @@ import pytest
 from local_registry import start_registry
 from second_engine import second_engine_fixture  # noqa: F401  (the second_engine fixture)
 
-from pytest_clawswe.engine.cache_level import SOURCE_LABEL
-from pytest_clawswe.engine.registry import Registry, check_address, split
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL
+from pytest_clawswe.engine.images.registry import ImageRegistry, check_address, split
 from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.swe.grid import Column, make_plan, run
 
@@ -24,7 +24,7 @@ LOCAL = "unix:///var/run/docker.sock"
 
 # -- no Docker ---------------------------------------------------------------------------------------------
 def test_registry_names_keep_the_repository_and_tag():
-    registry = Registry("10.0.0.5:5000")
+    registry = ImageRegistry("10.0.0.5:5000")
     assert registry.name_of("swebench/sweb.eval.x86_64.a:latest") == "10.0.0.5:5000/swebench/sweb.eval.x86_64.a:latest"
     assert registry.name_of("clawswe-relay:abc") == "10.0.0.5:5000/clawswe-relay:abc"
     assert split("localhost:5000/x") == ("localhost:5000/x", "latest")

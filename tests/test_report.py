@@ -16,7 +16,7 @@ from pytest_clawswe.swe.paths import PUBLISHED_RESULTS
 from pytest_clawswe.swe.report import published
 from pytest_clawswe.swe.report.columns import columns_from_runs, load_runs, pareto_front
 from pytest_clawswe.swe.report.plots import points_from_columns
-from pytest_clawswe.swe.results import InstanceResult, instance_dir
+from pytest_clawswe.swe.results.run_dir import InstanceResult, instance_dir
 from pytest_clawswe.usage import Usage
 
 LANGS = ["Go", "Rust", "Python"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN  # its old home: the tests also run against main
+from pytest_clawswe.labels import LABEL_RUN  # its old home: the tests also run against main
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from pytest_clawswe.files import write_atomic
-from pytest_clawswe.swe.results import InstanceResult
-from pytest_clawswe.swe.summary import (
+from pytest_clawswe.swe.results.run_dir import InstanceResult
+from pytest_clawswe.swe.results.summary import (
     instance_properties,
     junit_properties,
     progress_line,

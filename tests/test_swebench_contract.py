@@ -18,7 +18,7 @@ from swebench.harness import constants
 from swebench.harness.grading import get_eval_report
 from swebench.harness.utils import make_test_spec
 
-from pytest_clawswe.swe import scoring
+from pytest_clawswe.swe.grading import scoring
 from pytest_clawswe.swe.dataset import load_instances, load_row
 
 

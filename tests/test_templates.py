@@ -6,7 +6,7 @@ import pytest
 from pytest_clawswe.errors import HarnessError
 from pytest_clawswe.report import html
 from pytest_clawswe.swe.paths import PROMPTS_DIR
-from pytest_clawswe.swe.prompt import PLACEHOLDERS, render_prompt, unknown_placeholders
+from pytest_clawswe.swe.instance.prompt import PLACEHOLDERS, render_prompt, unknown_placeholders
 
 ROW = {"problem_statement": "Fix {it}.", "base_commit": "abc123"}
 

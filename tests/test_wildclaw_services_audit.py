@@ -15,8 +15,9 @@ from pathlib import Path
 import docker.errors
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_RUN, Workspace
-from pytest_clawswe.engine.network import create_locked_network
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN
+from pytest_clawswe.engine.network.locked import create_locked_network
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
 from pytest_clawswe.wildclaw.services.sidecar import start_replay, start_sidecar, stop_sidecar
 from pytest_clawswe.wildclaw.services.sidecar_image import ensure_image

@@ -2,14 +2,10 @@ import time
 
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import (
-    LABEL_OWNER,
-    LABEL_RUN,
-    MAX_EXEC_OUTPUT,
-    DiskWatch,
-    InfraError,
-    Workspace,
-)
+from pytest_clawswe.engine.sandbox.docker_workspace import DiskWatch, Workspace
+from pytest_clawswe.engine.workspace import MAX_EXEC_OUTPUT
+from pytest_clawswe.errors import InfraError
+from pytest_clawswe.labels import LABEL_OWNER, LABEL_RUN
 from pytest_clawswe.run.clean import clean
 
 pytestmark = pytest.mark.docker

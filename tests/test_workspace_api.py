@@ -1,7 +1,7 @@
 """The workspace interface (issue 16 §2): what another engine must implement, checked without Docker."""
 import pytest
 
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.engine.workspace import BaseWorkspace, ExecResult
 
 

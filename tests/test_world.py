@@ -1,4 +1,4 @@
-"""The agent's world (engine/world.py): what it changed in its container, kept on the host and put into another
+"""The agent's world (engine/sandbox/world.py): what it changed in its container, kept on the host and put into another
 container at the same paths, real Docker (the WildClawBench task image, which the grader image is built on).
 
 What the agent changed outside the system reaches the other container; the system (where the grader's interpreter
@@ -11,8 +11,9 @@ import json
 
 import pytest
 
-from pytest_clawswe.engine import world
-from pytest_clawswe.engine.docker_workspace import LABEL_RUN, Workspace
+from pytest_clawswe.engine.sandbox import world
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.labels import LABEL_RUN
 
 pytestmark = pytest.mark.docker
 
@@ -93,9 +94,9 @@ def test_a_world_that_names_a_system_path_is_not_put_there(docker_client, task_i
 
 
 def test_the_overlay_read_here_says_what_the_engines_diff_says(docker_client, task_image):
-    """engine/overlay.py reads a container's changes from its upper folder on this machine: the same paths and kinds
+    """engine/sandbox/overlay.py reads a container's changes from its upper folder on this machine: the same paths and kinds
     as the engine's own (slow) diff, added, changed, deleted, a folder removed and made anew included."""
-    from pytest_clawswe.engine.overlay import local_layers, upper_changes
+    from pytest_clawswe.engine.sandbox.overlay import local_layers, upper_changes
 
     with Workspace(docker_client, task_image, labels={LABEL_RUN: "t-world"}) as ws:
         ws.exec("mkdir -p /root/a/b && echo x > /root/a/b/c && echo y >> /root/.bashrc && rm /root/.profile && "

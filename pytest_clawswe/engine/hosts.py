@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pytest_clawswe.engine.client import docker_client
+from pytest_clawswe.engine.docker.client import docker_client
 from pytest_clawswe.errors import InfraError
 
 SCHEMES = ("unix://", "tcp://", "ssh://")
@@ -82,14 +82,14 @@ def assign(node, n_hosts: int) -> None:
 
 
 def registry(config: pytest.Config, progress=print):
-    """The run's --registry as a registry.Registry, or None; a malformed address is a pytest.UsageError."""
-    from pytest_clawswe.engine.registry import Registry, check_address
+    """The run's --registry as an ImageRegistry, or None; a malformed address is a pytest.UsageError."""
+    from pytest_clawswe.engine.images.registry import ImageRegistry, check_address
 
     address = config.getoption("registry", None)
     if not address:
         return None
     try:
-        return Registry(check_address(address), progress)
+        return ImageRegistry(check_address(address), progress)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -102,7 +102,7 @@ def transfer(source, target, tag: str, via=None, progress=print) -> str:
     if via is None:
         copy_image(source, target, tag, progress=progress)
         return "loaded"
-    from pytest_clawswe.engine.image_build import _build_lock
+    from pytest_clawswe.engine.images.build import _build_lock
 
     with _build_lock(f"registry-{tag}"):  # the workers of one engine: one push, one pull
         if same_image(source, target, tag):

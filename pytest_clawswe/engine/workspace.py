@@ -10,16 +10,27 @@ from __future__ import annotations
 import abc
 import io
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pytest_clawswe.engine.archive import CopyReport
 
 MAX_EXEC_OUTPUT = 8 * 2**20  # bytes of a command's output kept (its tail)
 MAX_READ_BYTES = 64 * 2**20  # bytes of one file read back from a workspace (its tail)
 MAX_COPY_BYTES = 512 * 2**20  # bytes of files copied out of (or into) a workspace in one call
+
+
+@dataclass
+class CopyReport:
+    """What one copy out brought, and what it left out (every engine's copy_out answers with one). Truthy: the
+    path existed."""
+
+    left_out: list[str] = field(default_factory=list)  # member names past the size cap
+    symlinks: list[dict] = field(default_factory=list)  # {"path", "target"}: left out, never created here
+    hardlinks: list[dict] = field(default_factory=list)  # {"path", "target", "restored"}: a copy of the target
+    special: list[dict] = field(default_factory=list)  # {"path", "type"}: devices, fifos: left out
+    bytes: int = 0
+
+    def links(self) -> dict:
+        return {"symlinks": self.symlinks, "hardlinks": self.hardlinks, "special": self.special}
 
 
 class OutputTail:
@@ -118,11 +129,11 @@ class BaseWorkspace(abc.ABC):
         """A file's bytes (at most max_bytes: its tail), or None when it is not a regular file."""
 
     @abc.abstractmethod
-    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> "CopyReport | None":
+    def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> CopyReport | None:
         """Copy a file or folder into dest_dir on the host: no symlink or device is created (each is noted in the
         report, with its target), a hard link to a file copied too becomes a copy of it; files past max_bytes in
         all are left out and listed in dest_dir/COPY_TRUNCATED.txt. None when path does not exist. What the
-        engine sends is read framed at both ends (engine/archive.py): cut twice, InfraError."""
+        engine sends is read framed at both ends (engine/framing/archive.py): cut twice, InfraError."""
 
     @abc.abstractmethod
     def changes(self) -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from pytest_clawswe.engine.image_build import (
+from pytest_clawswe.engine.images.build import (
     _build_lock,
     _docker,
     _docker_build,

@@ -1,7 +1,7 @@
 """`clawswe harness build|lock|list`: build a harness's bundle, write its lock file, list recipes and built versions."""
 from __future__ import annotations
 
-from pytest_clawswe.engine.image_build import _docker
+from pytest_clawswe.engine.images.build import _docker
 from pytest_clawswe.errors import BundleBuildError, UserError
 from pytest_clawswe.harness.bundles import build_bundle, built_versions, write_lock
 from pytest_clawswe.harness.recipes import load_recipes

@@ -1,6 +1,6 @@
 """Item health: which items of a dataset cannot be trusted, read from a health file, and Pass@1 both ways.
 
-A benchmark's health check writes the file (Claw-SWE-Bench: `clawswe health`, swe/health.py); runs mark
+A benchmark's health check writes the file (Claw-SWE-Bench: `clawswe health`, swe/health/cli.py); runs mark
 the items it calls unhealthy, and `clawswe compare --exclude-unhealthy FILE` leaves them out of the pairs.
 What the core reads of it is benchmark-neutral:
 

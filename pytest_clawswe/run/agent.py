@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from pytest_clawswe.engine.docker_workspace import DiskWatch
+from pytest_clawswe.engine.sandbox.docker_workspace import DiskWatch
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness
 
 

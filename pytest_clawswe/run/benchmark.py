@@ -111,7 +111,7 @@ class Benchmark:
         """Refuse engines this benchmark cannot use yet (pytest.UsageError, one sentence); all are fine here."""
 
     def item_records(self, run_dir) -> list[dict]:
-        """One record per ended item naming the images it used ("image", and "images" as engine/image_cache.py writes
+        """One record per ended item naming the images it used ("image", and "images" as engine/images/cache.py writes
         them): the session measures their disk use and the image cache's share for summary.json."""
         return []
 

@@ -7,8 +7,8 @@ import time
 
 import docker.errors
 
-from pytest_clawswe.engine.client import docker_client
-from pytest_clawswe.engine.hostguard import unguard
+from pytest_clawswe.engine.docker.client import docker_client
+from pytest_clawswe.engine.network.hostguard import unguard
 from pytest_clawswe.engine.hosts import is_remote
 from pytest_clawswe.errors import InfraError, UserError
 from pytest_clawswe.labels import LABEL_OWNER, LABEL_RUN, owner_alive, owner_label

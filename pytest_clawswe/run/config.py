@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.engine.cache_level import CacheLevel
+from pytest_clawswe.engine.images.cache_level import CacheLevel
 from pytest_clawswe.errors import HarnessError
 from pytest_clawswe.files import load_run_info
 from pytest_clawswe.harness.adapter import Harness, get_harness_class
@@ -145,7 +145,7 @@ NETWORK_MODES = ("locked", "internet", "open")
 def resolve_network(config: pytest.Config, given: dict, default: str) -> tuple[str, str | None]:
     """(network mode, the agents' Docker network): --network, else the benchmark's `default`.
 
-    `internet` needs host firewall rules (engine/internet.py): without root or iptables it is one sentence
+    `internet` needs host firewall rules (engine/network/internet.py): without root or iptables it is one sentence
     before anything is written, never a silent fall-back to Docker's open network."""
     mode = config.getoption("network") or default
     if mode not in NETWORK_MODES:
@@ -161,7 +161,7 @@ def resolve_network(config: pytest.Config, given: dict, default: str) -> tuple[s
     if mode != "internet" or network == "none" or getattr(config, "workerinput", None) \
             or config.option.collectonly:
         return mode, network
-    from pytest_clawswe.engine.internet import why_not_possible
+    from pytest_clawswe.engine.network.internet import why_not_possible
 
     why = why_not_possible()
     if why:
@@ -256,8 +256,8 @@ class RunConfig:
     gateway_shaping: str = "auto"  # the gateway's model-side shaping (gateway/shaping.py)
     # --cache-level as given (auto included): which images an item leaves behind; the session resolves auto
     cache_level: CacheLevel = "instance"
-    image_cache: int | None = None  # bytes of images kept per engine across runs, LRU (engine/image_cache.py)
-    registry: str | None = None  # HOST:PORT images reach the other engines through (engine/registry.py)
+    image_cache: int | None = None  # bytes of images kept per engine across runs, LRU (engine/images/cache.py)
+    registry: str | None = None  # HOST:PORT images reach the other engines through (engine/images/registry.py)
     max_cost: float | None = None  # USD: no item starts past it (spending.py)
     max_instance_cost: float | None = None  # USD: the gateway refuses an instance's calls past it
     provider_breaker: int = 3  # instances in a row ending in the same provider error that stop the run; 0: off

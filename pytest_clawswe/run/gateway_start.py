@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from pytest_clawswe.engine.hosts import engine_address, is_remote
-from pytest_clawswe.engine.network import local_address_towards
+from pytest_clawswe.engine.network.locked import local_address_towards
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.run.config import RunConfig
@@ -17,8 +17,8 @@ from pytest_clawswe.run.item_runner import progress as _progress
 def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None = None):
     """The run's gateway, its locked network on every engine, and a relay on each other machine's engine; `model`:
     the model it must serve (its key is checked first), the agents' by default (a regrade's: its judge)."""
-    from pytest_clawswe.engine.network import create_locked_network
-    from pytest_clawswe.engine.registry import Registry
+    from pytest_clawswe.engine.network.locked import create_locked_network
+    from pytest_clawswe.engine.images.registry import ImageRegistry
     from pytest_clawswe.gateway.control import relay
     from pytest_clawswe.gateway.control.run_gateway import start_for_run
 
@@ -30,7 +30,7 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None 
     gateway = None
     try:
         if own:
-            from pytest_clawswe.engine.internet import create_internet_network
+            from pytest_clawswe.engine.network.internet import create_internet_network
 
             for client in clients:
                 (create_internet_network if internet else create_locked_network)(client, own, {LABEL_RUN: cfg.run_id})
@@ -41,7 +41,7 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None 
         if remote:
             why_not = relay.start_relays(cfg.run_id, cfg.network, gateway, [(h.name, c) for h, c in remote],
                                          towards, local[0] if local else remote[0][1], _progress,
-                                         Registry(cfg.registry, _progress) if cfg.registry else None)
+                                         ImageRegistry(cfg.registry, _progress) if cfg.registry else None)
             for name, why in why_not:
                 warnings.warn(f"clawswe: agents on the locked network of {name} can still reach services on "
                               f"that host (its firewall: {why})")
@@ -52,7 +52,7 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None 
     if internet:  # every rule in place before any agent starts, or no run (session.start sweeps the rest)
         from urllib.parse import urlsplit
 
-        from pytest_clawswe.engine.internet import guard_internet
+        from pytest_clawswe.engine.network.internet import guard_internet
 
         why = guard_internet(local[0], own, urlsplit(gateway.url).port, cfg.run_id)
         if why:
@@ -62,7 +62,7 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None 
     if locked and local:
         from urllib.parse import urlsplit
 
-        from pytest_clawswe.engine.hostguard import guard
+        from pytest_clawswe.engine.network.hostguard import guard
 
         why = guard(local[0], locked, urlsplit(gateway.url).port, cfg.run_id)
         if why:

@@ -3,7 +3,7 @@ Docker labels, the harness's lifetime, the atomic commit of an item's folder, an
 
 An item's folder is written as a hidden partial folder and renamed into place when the item ends, so a crash
 at any moment leaves each item either complete or absent, never half-written. A benchmark's runner
-(swe/instance_runner.py for Claw-SWE-Bench, wildclaw/task_runner.py) subclasses ItemRunner: it says where its results live
+(swe/instance/runner.py for Claw-SWE-Bench, wildclaw/task_runner.py) subclasses ItemRunner: it says where its results live
 (`item_dir`, `RESULT_FILE`, `result_type`, `_write_result`) and how one item runs (`new_result`, `run_phases`,
 and where it holds something, `before_commit` and `after_item`); `_run_once` is the one template around them.
 """

@@ -63,7 +63,7 @@ class KubeRun:
 
     def gateway_host(self, nodes: list[str]) -> str:
         """This machine's address on the route to the cluster's first node: where its pods reach the gateway."""
-        from pytest_clawswe.engine.network import local_address_towards
+        from pytest_clawswe.engine.network.locked import local_address_towards
 
         node = self.cluster.call("core", "read_node", nodes[0])
         addresses = {a["type"]: a["address"] for a in (node.get("status") or {}).get("addresses") or []}
@@ -97,7 +97,7 @@ class KubeRun:
                 gateway = GatewayProcess.start(cfg.run_dir / "gateway", host=host)
                 port = urlsplit(gateway.url).port or 80
             hosts = sorted(set(_local_addresses()) | set(self.node_addresses()))
-            from pytest_clawswe.engine.internet import resolvers
+            from pytest_clawswe.engine.network.internet import resolvers
 
             lock.apply_policies(self.cluster, self.namespace, host, port, hosts=hosts, resolvers=resolvers())
             mode = network_label(cfg.network, cfg.network_mode)
@@ -125,9 +125,9 @@ class KubeRun:
         """What this process's pods share (engine/kube/site.py)."""
         from pytest_clawswe.engine.kube.images import ImagePublisher
         from pytest_clawswe.engine.kube.site import PodSite
-        from pytest_clawswe.engine.registry import Registry
+        from pytest_clawswe.engine.images.registry import ImageRegistry
 
-        site = PodSite(self.cluster, self.namespace, ImagePublisher(docker_client, Registry(self.cfg.registry, progress),
+        site = PodSite(self.cluster, self.namespace, ImagePublisher(docker_client, ImageRegistry(self.cfg.registry, progress),
                                                                     progress))
         site.network_mode = getattr(self.cfg, "network_mode", "locked")
         return site

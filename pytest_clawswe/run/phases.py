@@ -1,6 +1,6 @@
 """An item's run as a list of named phases (as Harbor's trial runs setup, agent and verification one after another).
 
-Each benchmark's runner lists its phases (swe/instance_runner.py, wildclaw/task_runner.py); `run_phases` runs them
+Each benchmark's runner lists its phases (swe/instance/runner.py, wildclaw/task_runner.py); `run_phases` runs them
 in order on one per-item state object and keeps each timed phase's seconds in the result's timings under the
 phase's name, the keys the reports and `clawswe export harbor` read (Benchmark.timing_phases). A phase's failure
 is raised as its step raised it; the time limits the phases run under are the item's Deadline

@@ -67,7 +67,7 @@ class RunReporter:
         for line in run.benchmark.terminal_lines(run.cfg.run_dir):
             tr.write_line(line)
         if summary.get("disk"):
-            from pytest_clawswe.engine.cache_level import disk_line
+            from pytest_clawswe.engine.images.cache_level import disk_line
 
             tr.write_line(disk_line(summary["disk"]))
         if self._not_started:  # one sentence: why the run stopped starting items

@@ -20,7 +20,7 @@ import warnings
 
 import pytest
 
-from pytest_clawswe.engine import hosts as engines
+from pytest_clawswe.engine import hosts
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.files import load_run_info, write_atomic
 from pytest_clawswe.run import config as settings
@@ -88,9 +88,9 @@ class RunSession:
         # the model the run's gateway serves: the agents', or a regrade's judge (None: a regrade starts no gateway)
         self.gateway_model = cfg.model if self.regrade is None else benchmark.regrade_model()
         self.needs_model = cfg.new_harness().needs_model if self.regrade is None else self.gateway_model is not None
-        self.hosts = engines.hosts(config)  # the run's Docker engines (engine/hosts.py)
+        self.hosts = hosts.hosts(config)  # the run's Docker engines (engine/hosts.py)
         benchmark.check_engines(self.hosts, self.needs_model)  # a benchmark may refuse some (one sentence)
-        if cfg.network_mode == "internet" and any(engines.is_remote(h.url) for h in self.hosts):
+        if cfg.network_mode == "internet" and any(hosts.is_remote(h.url) for h in self.hosts):
             raise pytest.UsageError("--network internet guards this machine's firewall only; drop the tcp:// and "
                                     "ssh:// --docker-host, or give --network locked")
         from pytest_clawswe.run.kube_run import from_config
@@ -110,7 +110,7 @@ class RunSession:
     def start(self) -> None:
         """Write the run's folder and start what it shares; nothing is left behind when this fails."""
         # no engine, no permission, one --docker-host down: one sentence before anything is written
-        clients = engines.check(self.hosts)
+        clients = hosts.check(self.hosts)
         if self.kube is not None:
             self.kube.check()  # the cluster answers and has a ready node: one sentence before anything is written
         workers = getattr(self.config.option, "numprocesses", None)
@@ -205,7 +205,7 @@ class RunSession:
         """xdist: every worker runs the controller's run."""
         node.workerinput["clawswe_run_id"] = self.cfg.run_id
         node.workerinput["clawswe_run_dir"] = str(self.cfg.run_dir)
-        engines.assign(node, len(self.hosts))
+        hosts.assign(node, len(self.hosts))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodeready(self, node) -> None:
@@ -230,7 +230,7 @@ class RunSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember the items, for the progress line, and resolve --cache-level auto by their number."""
         self.config.stash[ITEMS_KEY] = list(session.items)
-        from pytest_clawswe.engine.cache_level import resolve
+        from pytest_clawswe.engine.images.cache_level import resolve
 
         self.cache_level = resolve(self.cfg.cache_level, len(session.items))  # xdist workers see every item
 
@@ -353,8 +353,8 @@ def _add_disk_use(cfg: RunConfig, summary_file, items: int, records: list[dict])
     unknown."""
     import docker.errors
 
-    from pytest_clawswe.engine.cache_level import disk_use, resolve
-    from pytest_clawswe.engine.client import docker_client
+    from pytest_clawswe.engine.images.cache_level import disk_use, resolve
+    from pytest_clawswe.engine.docker.client import docker_client
 
     if not summary_file.is_file():
         return
@@ -365,7 +365,7 @@ def _add_disk_use(cfg: RunConfig, summary_file, items: int, records: list[dict])
         summary = json.loads(summary_file.read_text())
         summary["disk"] = disk
         if cfg.image_cache:
-            from pytest_clawswe.engine.image_cache import summary as cache_summary
+            from pytest_clawswe.engine.images.cache import summary as cache_summary
 
             summary["image_cache"] = cache_summary(records, cfg.image_cache, client)
         write_atomic(summary_file, json.dumps(summary, indent=2) + "\n")

@@ -46,7 +46,7 @@ class ClawSweBench(Benchmark):
                 hint = "; give the dataset the run was made with (--dataset PATH)" if self.regrade else ""
                 raise pytest.UsageError(f"{exc}{hint}") from None
             if health is not None:
-                from pytest_clawswe.swe.health_marks import check_selection
+                from pytest_clawswe.swe.health.marks import check_selection
 
                 check_selection(health, [i.instance_id for i in self._selected])
         return self._selected
@@ -54,7 +54,7 @@ class ClawSweBench(Benchmark):
     def health(self):
         """The run's --health file, read once (pytest.UsageError for a bad one); None without the option."""
         if not self._health:
-            from pytest_clawswe.swe.health_marks import health_option
+            from pytest_clawswe.swe.health.marks import health_option
 
             self._health.append(health_option(self.config))
         return self._health[0]
@@ -104,7 +104,7 @@ class ClawSweBench(Benchmark):
 
     def runner(self, run_session):
         from pytest_clawswe.engine.hosts import worker_index
-        from pytest_clawswe.swe.instance_runner import InstanceRunner
+        from pytest_clawswe.swe.instance.runner import InstanceRunner
 
         cfg, hosts = run_session.cfg, run_session.hosts
         index = worker_index(self.config, len(hosts))  # this worker's engine (engine/hosts.py)
@@ -179,9 +179,11 @@ class ClawSweBench(Benchmark):
 
     @classmethod
     def add_cli(cls, subparsers) -> None:
-        from pytest_clawswe.swe import grid, health, instance_images, lite
+        from pytest_clawswe.swe import grid, lite
+        from pytest_clawswe.swe.health import cli
+        from pytest_clawswe.swe.instance import images
 
-        for module in (instance_images, lite, grid, health):
+        for module in (images, lite, grid, cli):
             module.add_cli(subparsers)
 
     @classmethod
@@ -237,7 +239,7 @@ class ClawSweBench(Benchmark):
     @classmethod
     def item_scores(cls, run_dir) -> tuple[dict[str, float], dict[str, bool], list[str]]:
         from pytest_clawswe.run.result import ERROR
-        from pytest_clawswe.swe.results import load_results
+        from pytest_clawswe.swe.results.run_dir import load_results
 
         values, passed, errors = {}, {}, []
         for r in load_results(run_dir):
@@ -253,19 +255,19 @@ class ClawSweBench(Benchmark):
         return _ended(Path(run_dir) / "instances", "metadata.json", "instance_id")
 
     def rebuild(self, run_dir):
-        from pytest_clawswe.swe import run_files as outputs
+        from pytest_clawswe.swe.results import run_files
 
-        return outputs.rebuild(run_dir)
+        return run_files.rebuild(run_dir)
 
     def progress_line(self, results, total):
-        from pytest_clawswe.swe.summary import progress_line
+        from pytest_clawswe.swe.results.summary import progress_line
 
         return progress_line(results, total)
 
     def junit_properties(self, run_dir):
         import json
 
-        from pytest_clawswe.swe.summary import junit_properties
+        from pytest_clawswe.swe.results.summary import junit_properties
 
         summary_file = Path(run_dir) / "summary.json"
         return list(junit_properties(json.loads(summary_file.read_text()))) if summary_file.is_file() else []
@@ -273,7 +275,7 @@ class ClawSweBench(Benchmark):
     def terminal_lines(self, run_dir):
         import json
 
-        from pytest_clawswe.swe.summary import terminal_lines
+        from pytest_clawswe.swe.results.summary import terminal_lines
 
         summary_file = Path(run_dir) / "summary.json"
         return list(terminal_lines(json.loads(summary_file.read_text()))) if summary_file.is_file() else []

@@ -82,7 +82,8 @@ class Plan:
 
 def make_plan(dataset: str, columns: list[Column], chunk: int | None, ids: list[str] | None,
               pytest_args: list[str]) -> Plan:
-    from pytest_clawswe.swe.dataset import DatasetError, load_instances
+    from pytest_clawswe.errors import DatasetError
+    from pytest_clawswe.swe.dataset import load_instances
 
     try:
         known = [i.instance_id for i in load_instances(dataset)]

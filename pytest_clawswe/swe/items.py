@@ -13,7 +13,7 @@ from pytest_clawswe.run.benchmark import Benchmark
 from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
 from pytest_clawswe.swe.dataset import Instance, language_marker
 from pytest_clawswe.swe.options import DEFAULT_EVAL_TIMEOUT_S
-from pytest_clawswe.swe.results import RESOLVED, InstanceResult
+from pytest_clawswe.swe.results.run_dir import RESOLVED, InstanceResult
 
 # Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
 SETUP_ALLOWANCE_S = 1200
@@ -75,14 +75,14 @@ class InstanceItem(BenchmarkItem):
             self.hard_timeout(new_deadline(cfg, eval_timeout_s).hard_s())
 
     def runtest(self) -> None:
-        from pytest_clawswe.swe.summary import instance_properties
+        from pytest_clawswe.swe.results.summary import instance_properties
 
         r = self.result
         for key, value in _properties(r).items():
             self.user_properties.append((key, value))
         self.user_properties.extend(instance_properties(r))
         if r.outcome != RESOLVED:
-            from pytest_clawswe.swe.health_marks import note
+            from pytest_clawswe.swe.health.marks import note
 
             health = note(r)  # --health: the instance's verdict, and failing tests that passed at the base commit
             raise NotResolved(f"{r.outcome}: {r.error or 'not resolved'}" + (f" [{health}]" if health else ""))

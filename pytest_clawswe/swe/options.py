@@ -26,7 +26,7 @@ OPTIONS: tuple[Option, ...] = (
            "SweOptions.purge", dict(action="store_true")),
     Option("--health", "a health file (`clawswe health`; `demo`: the demo set's, shipped): items on instances it calls "
            "flaky, broken or too slow are marked, and Pass@1 is also given over the healthy ones",
-           "swe/health_marks.py:health_option", dict(metavar="FILE")),
+           "swe/health/marks.py:health_option", dict(metavar="FILE")),
 )
 
 DEFAULT_EVAL_TIMEOUT_S = 1800.0  # --eval-timeout's default (the paper's)

@@ -20,8 +20,8 @@ from pytest_clawswe.labels import LABEL_INSTANCE
 from pytest_clawswe.run import regrade
 from pytest_clawswe.run.result import ERROR
 from pytest_clawswe.swe.dataset import Instance, language_marker, load_row
-from pytest_clawswe.swe.instance_runner import InstanceRunner
-from pytest_clawswe.swe.results import METADATA, InstanceResult, instance_dir
+from pytest_clawswe.swe.instance.runner import InstanceRunner
+from pytest_clawswe.swe.results.run_dir import METADATA, InstanceResult, instance_dir
 
 ANEW = {METADATA, "eval", ".swebench"}  # what the evaluation writes anew in the instance's folder
 # what the agent did and cost, carried from RUN's metadata.json into the new one
@@ -110,10 +110,10 @@ class InstanceRegrader(InstanceRunner):
         t = time.monotonic()
         self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
         result.images["instance"] = "failed"  # until it is ready
-        result.images["instance"] = self._ensure_image(instance, row)
+        result.images["instance"] = self._ensure_instance_image(instance, row)
         timings["eval_image"] = round(time.monotonic() - t, 3)
 
-        from pytest_clawswe.swe.scoring import score
+        from pytest_clawswe.swe.grading.scoring import score
 
         t = time.monotonic()
         graded = score(self.client, row, (work / "patch.diff").read_text(), run_id=cfg.run_id,
@@ -122,7 +122,7 @@ class InstanceRegrader(InstanceRunner):
         timings["score"] = round(time.monotonic() - t, 3)
         result.outcome, result.resolved, result.patch_applied = graded.outcome, graded.resolved, graded.patch_applied
         if self.health is not None:
-            from pytest_clawswe.swe.health_marks import check_tests
+            from pytest_clawswe.swe.health.marks import check_tests
 
             check_tests(result, row, graded.report, self.health)
         if graded.message and graded.outcome != "resolved":

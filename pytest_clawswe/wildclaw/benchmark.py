@@ -19,7 +19,7 @@ class WildClawBench(Benchmark):
     name = "wildclaw"
     # a task runs once; its images are not per task; its budget is its own timeout_seconds
     unread_options = ("retries", "cache_level", "image_cache", "budget")
-    # as released: agents browse, download and install (engine/internet.py keeps the host and neighbours out)
+    # as released: agents browse, download and install (engine/network/internet.py keeps the host and neighbours out)
     default_network = "internet"
     instead_of = {"budget": "each task's budget is its own timeout_seconds; scale them with --budget-factor F",
                   "instance_ids": "select tasks with -k (a task id or a category) or -m",
@@ -45,7 +45,7 @@ class WildClawBench(Benchmark):
             raise pytest.UsageError("WildClawBench grades each task's transcript from the gateway's record of the "
                                     "model calls, so it cannot run with CLAWSWE_RECORD_CALLS=0; unset it")
         if self.options.task_image and not config.getoption("collectonly") and self.regrade is None:
-            from pytest_clawswe.engine.client import docker_client
+            from pytest_clawswe.engine.docker.client import docker_client
             from pytest_clawswe.errors import InfraError
             from pytest_clawswe.wildclaw.task_images import check_task_image
 
@@ -103,7 +103,7 @@ class WildClawBench(Benchmark):
         return SuiteCollector.from_parent(session, name=name, nodeid=name, root=root, options=self.options)
 
     def runner(self, run_session):
-        from pytest_clawswe.engine.client import docker_client
+        from pytest_clawswe.engine.docker.client import docker_client
         from pytest_clawswe.wildclaw.task_runner import TaskRunner
 
         cfg = run_session.cfg

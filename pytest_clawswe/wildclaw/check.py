@@ -55,7 +55,7 @@ def check_task(client, path: Path, root: Path, images: tuple[str, str], harness:
         row.warnings = agent.missing_skills(task, suite)
         plan = services.plan(task, ws_dir)
         labels = {LABEL_RUN: run_label, LABEL_INSTANCE: task.id, LABEL_ROLE: "check"}
-        from pytest_clawswe.engine.docker_workspace import Workspace
+        from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 
         network = "bridge" if plan.warmup else "none"
         with Workspace(client, images[0], labels=labels, mem_limit=memory, network=network) as ws, \

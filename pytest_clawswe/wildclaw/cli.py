@@ -37,7 +37,7 @@ def _root(text: str) -> Path:
 
 
 def _check(args) -> int:
-    from pytest_clawswe.engine.client import docker_client
+    from pytest_clawswe.engine.docker.client import docker_client
     from pytest_clawswe.wildclaw.check import check_suite, table
 
     root = _root(args.path)

@@ -3,7 +3,7 @@
 Everything grading needs is in the task's run folder (what `grade_folder` reads, so a task can be graded again
 later, without an agent): `grading.json` (the task, where its workspace is: gt/ and the original exec/),
 `grader/automated_checks.py` (the task's Automated Checks), `snapshot/tmp_workspace/` (+ `snapshot/links.json`),
-`world/` (what the agent changed elsewhere in its container: engine/world.py), `transcript.jsonl` (built from the
+`world/` (what the agent changed elsewhere in its container: engine/sandbox/world.py), `transcript.jsonl` (built from the
 gateway's record, not from anything the agent wrote) and `audit/` (the mock services' log).
 
 A fresh container from the grader image gets, in this order: the task's exec/ read-only at /app (as the released
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from pytest_clawswe.engine import world
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox import world
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.errors import InfraError, ItemError
 from pytest_clawswe.wildclaw import grade_main
 from pytest_clawswe.wildclaw.task_container import WORKDIR, put_tree

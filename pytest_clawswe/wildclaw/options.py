@@ -91,7 +91,7 @@ def options(config: pytest.Config):
     if not (math.isfinite(factor) and factor > 0):
         raise pytest.UsageError(f"--budget-factor {factor:g}: give a positive factor for every task's timeout_seconds, "
                                 "e.g. --budget-factor 0.5 (half the time) or 2")
-    from pytest_clawswe.engine.world import max_bytes
+    from pytest_clawswe.engine.sandbox.world import max_bytes
 
     try:
         max_bytes()  # the agent's world's budget, read at the end of each task: a bad value is refused now

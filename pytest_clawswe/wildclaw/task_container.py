@@ -14,7 +14,7 @@ import shlex
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from pytest_clawswe.engine.docker_workspace import Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.errors import ItemError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, get_harness_class
 from pytest_clawswe.run.agent import run_agent
@@ -140,8 +140,8 @@ def keep_snapshot(ws: Workspace, work: Path, warnings: list[str]) -> None:
 
 
 def keep_world(ws: Workspace, work: Path, warnings: list[str]) -> None:
-    """What the agent changed in its container outside /tmp_workspace, for the grader (engine/world.py)."""
-    from pytest_clawswe.engine import world
+    """What the agent changed in its container outside /tmp_workspace, for the grader (engine/sandbox/world.py)."""
+    from pytest_clawswe.engine.sandbox import world
 
     manifest = world.capture(ws, work / "world", skip=[WORKDIR])
     budget = [e for e in manifest["left_out"] if e["reason"] == "budget"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import docker.errors
 
-from pytest_clawswe.engine import image_build
+from pytest_clawswe.engine.images import build
 from pytest_clawswe.errors import BundleBuildError, InfraError
 from pytest_clawswe.harness import recipes
 
@@ -38,7 +38,7 @@ def _node_args() -> dict[str, str]:
 def _task_files() -> dict[str, Path | bytes]:
     files: dict[str, Path | bytes] = {"Dockerfile": DOCKER_DIR / "task.Dockerfile"}
     files.update({name: DOCKER_DIR / name for name in TASK_FILES[1:]})
-    files["ca.pem"] = image_build._host_ca_bundle()
+    files["ca.pem"] = build._host_ca_bundle()
     return files
 
 
@@ -70,13 +70,13 @@ def _exists(client, tag: str) -> bool:
 
 def _build(client, files: dict, tag: str, progress, buildargs: dict) -> None:
     # one build per host at a time (xdist workers); the others say they wait, and reuse it
-    with image_build._build_lock(tag, progress):
+    with build._build_lock(tag, progress):
         if _exists(client, tag):
             return
         progress(f"building {tag} (once; later runs reuse it; the task image takes minutes)")
         start = time.monotonic()
-        try:  # its steps, and the time of a long one, as it goes (image_build.BuildProgress)
-            image_build._docker_build(client, files, tag, buildargs, {LABEL: tag.split(":")[0]}, progress)
+        try:  # its steps, and the time of a long one, as it goes (images/build.py: BuildProgress)
+            build._docker_build(client, files, tag, buildargs, {LABEL: tag.split(":")[0]}, progress)
         except (BundleBuildError, docker.errors.APIError) as exc:
             raise InfraError(f"could not build {tag}: {exc}", retryable=False) from None
         size = client.images.get(tag).attrs["Size"]
@@ -86,7 +86,7 @@ def _build(client, files: dict, tag: str, progress, buildargs: dict) -> None:
 def ensure_images(client, progress=print) -> tuple[str, str]:
     """(task image, grader image), built if missing."""
     task, grader = task_image_tag(), grader_image_tag()
-    mirrors = {k: v for k, v in image_build._mirror_args().items() if k in ("DEBIAN_MIRROR", "NPM_REGISTRY")}
+    mirrors = {k: v for k, v in build._mirror_args().items() if k in ("DEBIAN_MIRROR", "NPM_REGISTRY")}
     if not _exists(client, task):
         _build(client, _task_files(), task, progress, {**_node_args(), **mirrors})
     if not _exists(client, grader):

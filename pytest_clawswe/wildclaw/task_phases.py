@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, InfraError
+from pytest_clawswe.errors import InfraError
+from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.run.phases import ALWAYS, NEVER, Phase

@@ -12,7 +12,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, Workspace
+from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item_runner import ItemRunner
 from pytest_clawswe.run.phases import run_phases

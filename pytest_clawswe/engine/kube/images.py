@@ -2,7 +2,7 @@
 
 A kubelet pulls; nothing can be loaded into a node. Every image an item needs is made on this machine's Docker
 engine as on the Docker path (instance images built or pulled, prepared images committed), then pushed once to
-the run's registry (`--registry`, engine/registry.py: pushed only when the registry does not hold that very
+the run's registry (`--registry`, engine/images/registry.py: pushed only when the registry does not hold that very
 image), and the pod names it HOST:PORT/<name>. A harness bundle is a data-only image (FROM scratch): its pod
 copies it with a copier image, Debian's slim image with the bundle's tree at the same path, made once per bundle
 image here and pushed like the others (pod_spec.py's init container).
@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import docker.errors
 
-from pytest_clawswe.engine.image_build import _build_lock
+from pytest_clawswe.engine.images.build import _build_lock
 from pytest_clawswe.errors import InfraError
 
 COPIER_BASE = "debian:bookworm-slim"  # has cp; made available by scripts/docker-up.sh

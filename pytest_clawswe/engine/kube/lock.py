@@ -29,10 +29,10 @@ PROBE_TIMEOUT_S = 3
 
 
 def policies(gateway_ip: str, gateway_port: int, hosts: tuple[str, ...] | list[str] = (), resolvers: tuple[str, ...] | list[str] = ()) -> list[dict]:
-    """`internet` (--network internet, engine/internet.py on Docker): the gateway, DNS to `resolvers`, and every
+    """`internet` (--network internet, engine/network/internet.py on Docker): the gateway, DNS to `resolvers`, and every
     public address but `hosts` (this machine's and the nodes': "not this host"); the gateway's rule first, since
     an enforcer may refuse the excepted ranges before it reads the rules that follow."""
-    from pytest_clawswe.engine.internet import BLOCKED_V4
+    from pytest_clawswe.engine.network.internet import BLOCKED_V4
 
     def policy(name: str, network: str, egress: list[dict]) -> dict:
         return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": name},

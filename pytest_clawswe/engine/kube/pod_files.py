@@ -4,7 +4,7 @@ In: a tar stream through exec (as `kubectl cp` does), its length given to `head 
 cannot close stdin), extracted by the container's own tar. Out: from the stopper container, under
 /proc/<the sandbox's keep-alive>/root, with the stopper's own tools (the image's, under a read-only root): an agent
 that deleted its shell or tar still has its files read. A copy out is read framed at both ends, as the Docker
-archive is (engine/archive.py). What the sandbox changed (`changes`) is the difference between its root and the
+archive is (engine/framing/archive.py). What the sandbox changed (`changes`) is the difference between its root and the
 stopper's, which is the same image untouched: every entry's type, size, modification time, mode, owner and link
 target, listed with find and compared with comm there, so only the differences cross the wire; an entry changed
 with all of those kept is not seen (Docker's list reads the overlay's upper layer).
@@ -18,10 +18,10 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pytest_clawswe.engine.archive import CopyReport, copy_framed
+from pytest_clawswe.engine.framing.archive import copy_framed
 from pytest_clawswe.engine.kube import pod_exec
 from pytest_clawswe.engine.kube.pod_spec import SANDBOX, STOPPER
-from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_READ_BYTES, tar_for_copy_in
+from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_READ_BYTES, CopyReport, tar_for_copy_in
 from pytest_clawswe.errors import InfraError
 
 # $1: a folder, $2: bytes of tar on stdin: extracted there (the parents made first)
@@ -94,7 +94,7 @@ class PodFiles:
         return data[1:]
 
     def copy_out(self, path: str, dest_dir: Path, max_bytes: int = MAX_COPY_BYTES) -> CopyReport | None:
-        """A file or folder of the sandbox into dest_dir, read framed (engine/archive.py); None when it does not
+        """A file or folder of the sandbox into dest_dir, read framed (engine/framing/archive.py); None when it does not
         exist."""
         site = self.site
 

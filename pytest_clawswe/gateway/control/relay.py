@@ -20,8 +20,8 @@ from pathlib import Path
 
 import docker.errors
 
-from pytest_clawswe.engine import image_build
-from pytest_clawswe.engine.network import bridge_address
+from pytest_clawswe.engine.images import build
+from pytest_clawswe.engine.network.locked import bridge_address
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_ROLE, LABEL_RUN, owner_label
 
@@ -46,13 +46,13 @@ def ensure_relay_image(build_client, clients: list, progress: Callable[[str], No
     from pytest_clawswe.engine.hosts import transfer
 
     tag = image_tag()
-    if not image_build._image_exists(build_client, tag):
-        with image_build._build_lock(tag, progress):
-            if not image_build._image_exists(build_client, tag):
+    if not build._image_exists(build_client, tag):
+        with build._build_lock(tag, progress):
+            if not build._image_exists(build_client, tag):
                 progress(f"building {tag} (once; later runs reuse it)")
                 files = {"Dockerfile": IMAGE_DIR / "Dockerfile"}
-                args = {k: v for k, v in image_build._mirror_args().items() if k == "DEBIAN_MIRROR"}
-                image_build._docker_build(build_client, files, tag, args, {IMAGE_LABEL: tag.split(":")[1]}, progress)
+                args = {k: v for k, v in build._mirror_args().items() if k == "DEBIAN_MIRROR"}
+                build._docker_build(build_client, files, tag, args, {IMAGE_LABEL: tag.split(":")[1]}, progress)
     for client in clients:
         if client is not build_client:
             transfer(build_client, client, tag, via, progress)
@@ -168,7 +168,7 @@ def start_relays(run_id: str, network: str | None, gateway, engines: list[tuple[
     workers. Returns (engine, why) for each host firewall that could not be set."""
     from urllib.parse import urlsplit
 
-    from pytest_clawswe.engine.hostguard import remote_guard
+    from pytest_clawswe.engine.network.hostguard import remote_guard
     from pytest_clawswe.files import write_atomic
 
     image = ensure_relay_image(build_client, [c for _, c in engines], progress, via)
@@ -205,7 +205,7 @@ def relay_url(state_dir: str | Path, engine: str) -> str:
 def unguard_engine(client, run_id: str | None, only_orphans: bool = True, progress=None) -> int:
     """Remove a run's firewall rules from the host of the engine `client` (hostguard.remote_unguard), with
     whichever relay image the engine has; without one, no rule of ours was ever set there."""
-    from pytest_clawswe.engine.hostguard import remote_unguard
+    from pytest_clawswe.engine.network.hostguard import remote_unguard
 
     if run_id is None:
         return 0  # every run's rules: only by run id on another host (a live run there is not visible here)

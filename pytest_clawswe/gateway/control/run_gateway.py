@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from pytest_clawswe.engine.network import network_host
+from pytest_clawswe.engine.network.locked import network_host
 from pytest_clawswe.gateway.control.admin_api import GatewayClient, GatewayError, read_usage
 from pytest_clawswe.gateway.control.process import GatewayProcess
 from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, check_upstream

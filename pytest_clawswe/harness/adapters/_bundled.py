@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.engine.docker_workspace import ExecResult
+from pytest_clawswe.engine.workspace import ExecResult
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness, HarnessError, HarnessOptions
 from pytest_clawswe.labels import LABEL_BUNDLE_CACHE as BUNDLE_CACHE_LABEL
 

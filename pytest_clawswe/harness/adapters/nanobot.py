@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pytest_clawswe.engine.framed import read_framed
+from pytest_clawswe.engine.framing.framed import read_framed
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.adapters._bundled import STATE_ROOT, BundledHarness, BundledOptions
 from pytest_clawswe.harness.gateway_urls import openai_base_url

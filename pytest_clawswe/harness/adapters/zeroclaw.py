@@ -20,7 +20,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from pytest_clawswe.engine.framed import read_framed
+from pytest_clawswe.engine.framing.framed import read_framed
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, HarnessError
 from pytest_clawswe.harness.adapters._bundled import BundledHarness, BundledOptions
 from pytest_clawswe.harness.gateway_urls import openai_base_url
@@ -55,7 +55,8 @@ class ZeroClawHarness(BundledHarness):
     grace_s = 120.0
 
     def default_version(self, recipe) -> str:
-        from pytest_clawswe.engine.docker_workspace import InfraError, docker_client
+        from pytest_clawswe.engine.docker.client import docker_client
+        from pytest_clawswe.errors import InfraError
         from pytest_clawswe.harness.bundles import built_versions
 
         try:

@@ -33,7 +33,7 @@ import numpy as np
 from pytest_clawswe.errors import UserError
 from pytest_clawswe.files import load_run_info
 from pytest_clawswe.swe.dataset import language_group
-from pytest_clawswe.swe.results import load_results
+from pytest_clawswe.swe.results.run_dir import load_results
 
 LONG_FORM_FIELDS = ("column", "instance_id", "language", "resolved", "cost_usd")
 _TRUE = {"1", "true", "yes", "y", "resolved", "1.0"}

@@ -15,8 +15,8 @@ from pytest_clawswe.files import load_run_info
 from pytest_clawswe.prices import PriceBook
 from pytest_clawswe.report.format import config_label
 from pytest_clawswe.swe.paths import PUBLISHED_RESULTS
-from pytest_clawswe.swe.results import RESOLVED, InstanceResult, load_results
-from pytest_clawswe.swe.summary import summarize
+from pytest_clawswe.swe.results.run_dir import RESOLVED, InstanceResult, load_results
+from pytest_clawswe.swe.results.summary import summarize
 
 
 @dataclass

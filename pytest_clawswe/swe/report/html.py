@@ -16,7 +16,7 @@ from pytest_clawswe.report.html import _T, human_number, link
 from pytest_clawswe.run.result import ERROR
 from pytest_clawswe.swe.report.columns import Run
 from pytest_clawswe.swe.report.tables import run_label
-from pytest_clawswe.swe.results import instance_dir
+from pytest_clawswe.swe.results.run_dir import instance_dir
 from pytest_clawswe.trajectory.view import item_page
 
 # per-instance artifacts worth a link: label -> path inside instances/<id>/
@@ -54,7 +54,7 @@ def _harness_usage(usage: dict) -> str:
 
 def instances_html(run: Run, index: int, page_dir: Path, runs: list[Run]) -> Markup:
     """One run's instances, each with its numbers and links to what it left on disk."""
-    from pytest_clawswe.swe.health_marks import note
+    from pytest_clawswe.swe.health.marks import note
 
     reported = any(r.harness_usage for r in run.results)  # a column only for harnesses that report
     marked = any(r.health for r in run.results)  # a column only for runs given --health

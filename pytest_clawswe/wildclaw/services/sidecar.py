@@ -25,7 +25,9 @@ from pathlib import Path, PurePosixPath
 
 import docker.errors
 
-from pytest_clawswe.engine.docker_workspace import LABEL_ROLE, ChunkReader, InfraError, owner_label
+from pytest_clawswe.engine.sandbox.docker_workspace import ChunkReader
+from pytest_clawswe.errors import InfraError
+from pytest_clawswe.labels import LABEL_ROLE, owner_label
 from pytest_clawswe.wildclaw.services.sidecar_image import ensure_image
 from pytest_clawswe.wildclaw.services.svc import PORTS
 

@@ -5,7 +5,7 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_clawswe.engine import image_build
+from pytest_clawswe.engine.images import build
 from pytest_clawswe.wildclaw.services import SVC_DIR
 
 IMAGE_REPO = "clawswe-wildclaw-services"
@@ -32,17 +32,17 @@ def image_tag() -> str:
 def ensure_image(client, progress: Callable[[str], None] = lambda line: None) -> str:
     """The sidecar image for this code, built if missing (mirrors and CA as the harness bundles get them)."""
     tag = image_tag()
-    if image_build._image_exists(client, tag):
+    if build._image_exists(client, tag):
         return tag
-    with image_build._build_lock(tag, progress):
-        if image_build._image_exists(client, tag):
+    with build._build_lock(tag, progress):
+        if build._image_exists(client, tag):
             return tag
         progress(f"building {tag} (once; later runs reuse it)")
-        files = {**_sources(), "ca.pem": image_build._host_ca_bundle()}
-        args = {"PIP_PACKAGES": " ".join(PIP_PACKAGES), **image_build._mirror_args()}
-        image_build._docker_build(client, files, tag, args, {IMAGE_LABEL: tag.split(":")[1]}, progress)
-        current = image_build._image_id(client, tag)
+        files = {**_sources(), "ca.pem": build._host_ca_bundle()}
+        args = {"PIP_PACKAGES": " ".join(PIP_PACKAGES), **build._mirror_args()}
+        build._docker_build(client, files, tag, args, {IMAGE_LABEL: tag.split(":")[1]}, progress)
+        current = build._image_id(client, tag)
         for old in client.images.list(filters={"label": IMAGE_LABEL}):
             if old.id != current:
-                image_build._remove_quietly(client, old.id)  # an older code version, unless a sidecar still runs it
+                build._remove_quietly(client, old.id)  # an older code version, unless a sidecar still runs it
     return tag
