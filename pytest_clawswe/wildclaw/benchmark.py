@@ -47,7 +47,7 @@ class WildClawBench(Benchmark):
         if self.options.task_image and not config.getoption("collectonly") and self.regrade is None:
             from pytest_clawswe.engine.client import docker_client
             from pytest_clawswe.errors import InfraError
-            from pytest_clawswe.wildclaw.task_images import check_task_image
+            from pytest_clawswe.wildclaw.task.images import check_task_image
 
             try:
                 client = docker_client()
@@ -59,7 +59,7 @@ class WildClawBench(Benchmark):
     def select(self) -> list:
         if self.regrade is not None:  # the run's tasks graded again (wildclaw/regrade.py)
             return self._select_kept()
-        from pytest_clawswe.wildclaw.taskfile import TaskFileError, parse_task, task_files
+        from pytest_clawswe.wildclaw.task.file import TaskFileError, parse_task, task_files
 
         files = task_files(self.options.dataset_root)
         if not files:
