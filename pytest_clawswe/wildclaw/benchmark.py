@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.run.benchmark import Benchmark
-from pytest_clawswe.run.item_runner import progress
+from pytest_clawswe.run.item.runner import progress
 from pytest_clawswe.wildclaw import results as outputs
 from pytest_clawswe.wildclaw.items import SuiteCollector
 from pytest_clawswe.wildclaw.options import DEMO_DIR, OPTIONS, options
@@ -189,7 +189,7 @@ class WildClawBench(Benchmark):
     protocol_defaults = {"budget_factor": 1.0, "skills": True}
     scored = True
 
-    # `clawswe regrade` (run/regrade.py, wildclaw/regrade.py): the judge and how grading runs may change
+    # `clawswe regrade` (run/regrade/, wildclaw/regrade.py): the judge and how grading runs may change
     can_regrade = True
     regrade_options = ("judge_model", "scripted_fixtures", "grade_timeout", "pass_score")
     grading_keys = ("judge_model", "grade_timeout_s", "pass_score", "scripted_fixtures")
@@ -215,7 +215,7 @@ class WildClawBench(Benchmark):
 
     @classmethod
     def item_scores(cls, run_dir) -> tuple[dict[str, float], dict[str, bool], list[str]]:
-        from pytest_clawswe.run.result import ERROR
+        from pytest_clawswe.run.item.result import ERROR
 
         values, passed, errors = {}, {}, []
         for t in outputs.load_results(run_dir):

@@ -1,4 +1,4 @@
-"""WildClawBench graded again (`clawswe regrade RUN`, run/regrade.py): RUN's tasks from what their folders kept.
+"""WildClawBench graded again (`clawswe regrade RUN`, run/regrade/): RUN's tasks from what their folders kept.
 
 A task of RUN is graded again when its folder holds what grading reads (grader.py: `grading.json`, the task's
 grade() as the run kept it in `grader/automated_checks.py`, `snapshot/`, `world/`, `transcript.jsonl`, `audit/`)
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.run import regrade
-from pytest_clawswe.run.item import BenchmarkCollector
+from pytest_clawswe.run.item.nodes import BenchmarkCollector
 from pytest_clawswe.wildclaw.grading import fixtures, grader
 from pytest_clawswe.wildclaw.items import TaskItem
 from pytest_clawswe.wildclaw.results import RESULT, TaskResult, ended_tasks

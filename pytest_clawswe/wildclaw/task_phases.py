@@ -1,4 +1,4 @@
-"""A WildClawBench task's run as named phases (run/phases.py), a mixin of TaskRunner.
+"""A WildClawBench task's run as named phases (run/item/phases.py), a mixin of TaskRunner.
 
 In order: check (its workspace, skills, fixtures), images, prompt, register (the gateway's tokens, before the
 container: its OPENROUTER_* variables need them), plan (the container's settings, the services), setup (the
@@ -17,7 +17,7 @@ from typing import Any
 from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, InfraError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.deadline import Deadline
-from pytest_clawswe.run.phases import ALWAYS, NEVER, Phase
+from pytest_clawswe.run.item.phases import ALWAYS, NEVER, Phase
 from pytest_clawswe.wildclaw.grading import fixtures, grader, transcript
 from pytest_clawswe.wildclaw.task import container
 from pytest_clawswe.wildclaw.results import TaskResult

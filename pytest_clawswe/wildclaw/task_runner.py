@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pytest_clawswe.engine.docker_workspace import LABEL_INSTANCE, LABEL_ROLE, Workspace
 from pytest_clawswe.run.config import RunConfig
-from pytest_clawswe.run.item_runner import ItemRunner
-from pytest_clawswe.run.phases import run_phases
+from pytest_clawswe.run.item.runner import ItemRunner
+from pytest_clawswe.run.item.phases import run_phases
 from pytest_clawswe.usage import Usage
 from pytest_clawswe.wildclaw.grading import fixtures, grader
 from pytest_clawswe.wildclaw.items import new_deadline
