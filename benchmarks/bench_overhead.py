@@ -16,7 +16,7 @@
   process, backup_session, delete_agent): `overhead_all_in_s` adds it to `overhead_excluding_tests_s`.
 - back to back (`sequence`), as a worker runs its items: the demo set through one runner with the oracle, each
   item told which comes next (the session does this from pytest's nextitem), so the next item's container is made
-  while this one's patch is read and graded (run/ahead.py). Per item: its wall time minus the agent's own work
+  while this one's patch is read and graded (run/item/made_ahead.py). Per item: its wall time minus the agent's own work
   (the oracle's send_task, here also waiting until the evaluation container made ahead is ready, as an agent that
   works over EvalContainer.AFTER_S = 2 s finds it) minus the instance's tests: `overhead_s`. The first item of a
   worker has nothing made ahead: reported apart (`first_item_overhead_s`).

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.wildclaw.options import DEMO_DIR
-from pytest_clawswe.wildclaw.taskfile import parse_task, task_files
+from pytest_clawswe.wildclaw.task.file import parse_task, task_files
 
 RESULTS = Path(__file__).parent / "results" / "wildclaw_collect.json"
 CATEGORIES = ["01_Productivity_Flow", "02_Code_Intelligence", "03_Social_Interaction", "04_Search_Retrieval",

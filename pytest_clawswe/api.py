@@ -41,13 +41,13 @@ from pytest_clawswe.engine.workspace import BaseWorkspace, ExecResult
 from pytest_clawswe.errors import ClawsweError, HarnessError, InfraError, ItemError, UserError, Verdict
 from pytest_clawswe.files import write_atomic
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness, HarnessOptions, get_harness_class
-from pytest_clawswe.run.agent import run_agent
+from pytest_clawswe.run.item.agent import run_agent
 from pytest_clawswe.run.benchmark import Benchmark
 from pytest_clawswe.run.options import Option, add_options
 from pytest_clawswe.run.config import RunConfig
-from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
-from pytest_clawswe.run.item_runner import ItemRunner, progress
-from pytest_clawswe.run.result import ItemResult
+from pytest_clawswe.run.item.nodes import BenchmarkCollector, BenchmarkItem
+from pytest_clawswe.run.item.runner import ItemRunner, progress
+from pytest_clawswe.run.item.result import ItemResult
 
 __all__ = [
     "AgentContext", "AgentRun", "BaseWorkspace", "Benchmark", "BenchmarkCollector", "BenchmarkItem", "ClawsweError",

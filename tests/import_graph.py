@@ -16,7 +16,7 @@ from pathlib import Path
 
 MAX_LINES = 450
 PACKAGE = "pytest_clawswe"
-SKIP = ("data", "svc")  # shipped data; the code run inside the WildClawBench sidecar (stdlib only, its own root)
+SKIP = ("data", "mock")  # shipped data; the code run inside the WildClawBench sidecar (stdlib only, its own root)
 BENCHMARKS = "benchmarks"  # in LAYERS: the packages the clawswe.benchmarks entry points name
 # The layers of docs/architecture.md, top first: a module imports its own layer or a lower one. Each names the
 # package's top-level modules and folders it holds.

@@ -1,4 +1,4 @@
-"""The next item's container is made while this item ends (run/ahead.py, issue 25 §4): the item then starts its
+"""The next item's container is made while this item ends (run/item/made_ahead.py, issue 25 §4): the item then starts its
 agent without waiting for a container start or a purge check, and nothing is made for an item that never runs."""
 import json
 import os
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from pytest_clawswe.labels import LABEL_RUN
-from pytest_clawswe.run.ahead import Ahead
+from pytest_clawswe.run.item.made_ahead import Ahead
 
 # -- the hand-over (no Docker) ------------------------------------------------------------------------------
 

@@ -86,14 +86,14 @@ def test_no_module_over_the_limit(graph):
 def test_the_checks_find_what_they_look_for(tmp_path):
     """The rules above fail on a layout that breaks them (a check that cannot fail checks nothing)."""
     pkg = tmp_path / "pytest_clawswe"
-    for folder in ("run", "mybench", "other", "mybench/svc"):
+    for folder in ("run", "mybench", "other", "mybench/mock"):
         (pkg / folder).mkdir(parents=True)
         (pkg / folder / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
     (pkg / "run" / "a.py").write_text("from pytest_clawswe.run import b\n")
     (pkg / "run" / "b.py").write_text("def f():\n    from . import a\n    from pytest_clawswe.mybench.x import y\n")
     (pkg / "mybench" / "x.py").write_text("y = 1\n" + "z = 2\n" * MAX_LINES)
-    (pkg / "mybench" / "svc" / "inside.py").write_text("import os\n" * (MAX_LINES + 1))  # skipped: its own root
+    (pkg / "mybench" / "mock" / "inside.py").write_text("import os\n" * (MAX_LINES + 1))  # skipped: its own root
     (pkg / "other" / "z.py").write_text("import pytest_clawswe.mybench.x\n")
     g = Graph.read(tmp_path)
     assert g.cycles() == [["pytest_clawswe.run.a", "pytest_clawswe.run.b"]]

@@ -73,7 +73,7 @@ def scratch_tag(docker_client):
 def test_the_task_images_build_shows_its_steps(docker_client, scratch_tag):
     """The WildClawBench task and grader images are built through task_images._build: its steps reach the run's
     progress, the build's own output does not flood it."""
-    from pytest_clawswe.wildclaw import task_images
+    from pytest_clawswe.wildclaw.task import images as task_images
 
     lines: list[str] = []
     task_images._build(docker_client, {"Dockerfile": NOISY}, scratch_tag, lines.append, {})

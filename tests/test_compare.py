@@ -9,7 +9,7 @@ from pytest_clawswe import cli
 from pytest_clawswe.report.compare import compare, load_run
 from pytest_clawswe.report.score_stats import bootstrap_ci, compare_scores, sign_flip_p
 from pytest_clawswe.report.stats import mcnemar_exact
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 from pytest_clawswe.swe.results.run_dir import RESOLVED, UNRESOLVED, InstanceResult, instance_dir
 
 SETTINGS = {"dataset": "demo", "dataset_revision": None, "budget_s": 3600.0, "eval_timeout_s": 1800.0,

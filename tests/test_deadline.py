@@ -13,7 +13,7 @@ import pytest
 import pytest_clawswe
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness
 from pytest_clawswe.harness.deadline import Deadline
-from pytest_clawswe.run.agent import run_attempt
+from pytest_clawswe.run.item.agent import run_attempt
 from pytest_clawswe.swe.items import MIN_RETRY_BUDGET_S, SETUP_ALLOWANCE_S, new_deadline
 
 PACKAGE = Path(pytest_clawswe.__file__).parent
@@ -93,7 +93,7 @@ class _Seen(Harness):
 
 
 def test_a_retry_runs_with_its_own_copy_and_the_items_context_is_left_as_made(tmp_path, monkeypatch):
-    from pytest_clawswe.run import agent
+    from pytest_clawswe.run.item import agent
 
     monkeypatch.setattr(agent, "DiskWatch", lambda ws, limit: _NoWatch())
     harness = _Seen()

@@ -275,7 +275,7 @@ def test_the_transcript_is_the_longest_request_whichever_worker_recorded_it(clus
     reads them all, in time order, and keeps the conversation of the longest request and the answer to it."""
     from pytest_clawswe.gateway.record.calls import calls_paths
     from pytest_clawswe.gateway.record.ledger import read_records
-    from pytest_clawswe.wildclaw.transcript import from_calls, recorded_calls
+    from pytest_clawswe.wildclaw.grading.transcript import from_calls, recorded_calls
 
     client = cluster.client()
     client.register("workers__conv", "scripted/noop")  # attempt 1: the transcript must follow attempt 2

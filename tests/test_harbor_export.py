@@ -337,8 +337,8 @@ def test_an_item_records_when_it_began_and_the_class_of_what_ended_it(tmp_path):
 
     from pytest_clawswe.errors import InfraError, ItemError
     from pytest_clawswe.run.config import RunConfig
-    from pytest_clawswe.run.item_runner import ItemRunner
-    from pytest_clawswe.run.result import ItemResult
+    from pytest_clawswe.run.item.runner import ItemRunner
+    from pytest_clawswe.run.item.result import ItemResult
 
     @dataclass
     class Result(ItemResult):

@@ -179,7 +179,7 @@ def test_harbor_view_serves_each_trials_reward_timing_and_trajectory(exported, v
 def _chromium(docker_client, base: str, pages: dict, shots: Path) -> dict:
     """The pages in Debian's Chromium (the WildClawBench task image, on the host's network to reach the viewer on
     127.0.0.1); what it saw, and screenshots in `shots`."""
-    from pytest_clawswe.wildclaw.task_images import ensure_images
+    from pytest_clawswe.wildclaw.task.images import ensure_images
 
     image = ensure_images(docker_client, progress=lambda line: None)[0]
     shots.mkdir(parents=True)

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_clawswe import cli
 from pytest_clawswe.report.health import HealthFileError, both_ways, load_health
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 from pytest_clawswe.swe import grid
 from pytest_clawswe.swe.health.cli import collect, columns, reopen, summary_line, table_lines
 from pytest_clawswe.swe.health.marks import mark, note, p2p_vs_base

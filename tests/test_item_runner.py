@@ -7,7 +7,7 @@ import pytest
 
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.run.config import RunConfig
-from pytest_clawswe.run.item_runner import INFRA_RETRIES, ItemRunner
+from pytest_clawswe.run.item.runner import INFRA_RETRIES, ItemRunner
 
 
 @dataclass

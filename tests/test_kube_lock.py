@@ -84,7 +84,7 @@ def test_a_cluster_that_does_not_enforce_the_policies_is_refused(run):
 
 
 def test_a_pod_moved_onto_the_locked_network_reaches_only_the_gateway(run):
-    """WildClawBench's warmup runs on the open network, then the pod's network is locked (task_container.lock_network):
+    """WildClawBench's warmup runs on the open network, then the pod's network is locked (wildclaw/task/container.py lock_network):
     the agent starts only once the lock holds."""
     make = run["site"].workspace_factory()
     labels = {LABEL_RUN: run["run_id"], LABEL_ROLE: "agent"}

@@ -11,7 +11,7 @@ from kube_cluster import kube_cluster_fixture  # noqa: F401  (the kube_cluster f
 from test_kube_run import namespace_left
 
 from pytest_clawswe.wildclaw.options import DEMO_DIR
-from pytest_clawswe.wildclaw.taskfile import parse_task, task_files
+from pytest_clawswe.wildclaw.task.file import parse_task, task_files
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness, pytest.mark.kubernetes]
 DEMO_IDS = sorted(parse_task(p).id for p in task_files(DEMO_DIR))

@@ -1,10 +1,10 @@
-"""Issue 33 §3: both runners run an item as a list of named phases (run/phases.py); a timed phase's seconds are
+"""Issue 33 §3: both runners run an item as a list of named phases (run/item/phases.py); a timed phase's seconds are
 kept under its name, the timings keys the reports and `clawswe export harbor` read."""
 from __future__ import annotations
 
 import pytest
 
-from pytest_clawswe.run.phases import ALWAYS, NEVER, Phase, run_phases
+from pytest_clawswe.run.item.phases import ALWAYS, NEVER, Phase, run_phases
 from pytest_clawswe.swe.benchmark import ClawSweBench
 from pytest_clawswe.swe.instance.phases import InstancePhases
 from pytest_clawswe.wildclaw.benchmark import WildClawBench

@@ -183,7 +183,7 @@ def test_a_claw_swe_bench_run_is_checked_against_its_dataset(tmp_path):
 
 def test_the_command_runs_pytest_and_resumes_its_folder(run, tmp_path):
     from pytest_clawswe.cli import main
-    from pytest_clawswe.run.regrade_command import command
+    from pytest_clawswe.run.regrade.cli import command
 
     out = tmp_path / "out"
     cmd = command(run, out, ["--judge-model", "scripted", "-k", "slots", "--", "-n", "2"])

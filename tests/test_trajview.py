@@ -176,7 +176,7 @@ def test_clawswe_view_command(tmp_path, capsys):
 def test_pages_in_headless_chromium(docker_client, tmp_path):
     """The pages in Debian's Chromium: they render, the toggles and search work by clicking, and nothing the
     agent wrote runs (it would set document.title or window.__pwned)."""
-    from pytest_clawswe.wildclaw.task_images import ensure_images
+    from pytest_clawswe.wildclaw.task.images import ensure_images
 
     image = ensure_images(docker_client, progress=lambda line: None)[0]
     pages = tmp_path / "pages"

@@ -12,10 +12,10 @@ from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, ToolSpec
 from pytest_clawswe.gateway.scripted.fixtures import ScriptedJudge, SolutionModel, scripted_for
 from pytest_clawswe.gateway.scripted.model import ScriptedModel
 from pytest_clawswe.wildclaw import results as outputs
-from pytest_clawswe.wildclaw.grader import judge_failure
+from pytest_clawswe.wildclaw.grading.grader import judge_failure
 from pytest_clawswe.wildclaw.options import DEMO_DIR
-from pytest_clawswe.wildclaw.taskfile import DEFAULT_TIMEOUT_S, PROMPT_PREFIX, TaskFileError, parse_task, task_files
-from pytest_clawswe.wildclaw.transcript import from_calls, session_lines
+from pytest_clawswe.wildclaw.task.file import DEFAULT_TIMEOUT_S, PROMPT_PREFIX, TaskFileError, parse_task, task_files
+from pytest_clawswe.wildclaw.grading.transcript import from_calls, session_lines
 
 GRADER = "## Automated Checks\n\n```python\ndef grade(**kwargs):\n    return {'overall_score': 1.0}\n```\n"
 WORKSPACE = "## Workspace Path\n\n```\nworkspace/01_Productivity_Flow/task_1_x\n```\n"
@@ -476,7 +476,7 @@ def test_task_env_points_openrouter_at_the_gateway_and_passes_no_secret(monkeypa
     from pytest_clawswe.run.config import RunConfig
     from pytest_clawswe.wildclaw.options import WildOptions
     from pytest_clawswe.wildclaw.task_runner import TaskRunner as Runner
-    from pytest_clawswe.wildclaw.taskfile import parse_task
+    from pytest_clawswe.wildclaw.task.file import parse_task
 
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-real")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-real")
@@ -551,7 +551,7 @@ def test_without_a_harness_a_run_is_refused_in_one_sentence(pytester):
 
 
 def test_a_missing_skill_is_a_warning_and_the_others_are_copied():
-    from pytest_clawswe.wildclaw.task_container import missing_skills, skill_targets
+    from pytest_clawswe.wildclaw.task.container import missing_skills, skill_targets
 
     task = parse_task(RELEASED_STYLE / "tasks" / "01_Productivity_Flow" / "01_Productivity_Flow_task_9_standup_note.md")
     (warning,) = missing_skills(task, RELEASED_STYLE)
@@ -560,7 +560,7 @@ def test_a_missing_skill_is_a_warning_and_the_others_are_copied():
 
 
 def test_scripted_fixtures_come_from_the_users_folder_then_the_task_then_the_defaults(tmp_path):
-    from pytest_clawswe.wildclaw import fixtures
+    from pytest_clawswe.wildclaw.grading import fixtures
 
     ws = tmp_path / "ws"
     (ws / "solution").mkdir(parents=True)
@@ -612,7 +612,7 @@ def test_a_section_header_is_two_hashes_and_any_whitespace(tmp_path, header):
 def test_skills_are_flattened_to_their_last_path_part(tmp_path):
     """A Skills line is a path under skills/; the harness gets the folder under its last part's name, and a
     second skill with the same last part is skipped (as released)."""
-    from pytest_clawswe.wildclaw.task_container import skill_targets
+    from pytest_clawswe.wildclaw.task.container import skill_targets
 
     for rel in ("office/docx", "pdf", "other/docx"):
         (tmp_path / "skills" / rel).mkdir(parents=True)
@@ -624,7 +624,7 @@ def test_skills_are_flattened_to_their_last_path_part(tmp_path):
 
 def test_codex_gets_the_skills_before_the_task_with_base_dir_resolved(tmp_path):
     from pytest_clawswe.harness.adapters.codex import CodexHarness
-    from pytest_clawswe.wildclaw.task_container import inline_skills
+    from pytest_clawswe.wildclaw.task.container import inline_skills
 
     assert CodexHarness.inline_skills  # the task runner inlines Codex's skills (the adapter's hook)
 
@@ -668,8 +668,8 @@ def test_grade_gets_every_line_of_the_session_file(tmp_path):
     import subprocess
     import sys
 
-    from pytest_clawswe.wildclaw import grade_main
-    from pytest_clawswe.wildclaw.grader import read_frame
+    from pytest_clawswe.wildclaw.grading import main
+    from pytest_clawswe.wildclaw.grading.grader import read_frame
 
     session = tmp_path / "chat.jsonl"
     session.write_text('{"type": "session", "id": "s"}\n{"type": "message", "message": {"role": "user"}}\n')
@@ -677,11 +677,11 @@ def test_grade_gets_every_line_of_the_session_file(tmp_path):
     code.write_text("import sys\ndef grade(transcript, workspace_path):\n    print('from grade()')\n"
                     "    return {'overall_score': 1.0, 'n': len(transcript), 'first': transcript[0]['type'],"
                     " 'isolated': sys.flags.isolated and sys.flags.no_site}\n")
-    done = subprocess.run([sys.executable, "-I", "-S", grade_main.__file__, str(code), str(session)],
+    done = subprocess.run([sys.executable, "-I", "-S", main.__file__, str(code), str(session)],
                           capture_output=True, timeout=120)
     out = read_frame(done.stdout.decode())
     assert out["result"] == {"overall_score": 1.0, "n": 2, "first": "session", "isolated": True}, out
-    assert out["log"] == "from grade()\n" and not grade_main.in_grader_container()
+    assert out["log"] == "from grade()\n" and not main.in_grader_container()
 
 
 def test_only_the_sections_outer_fence_is_removed(tmp_path):
@@ -696,7 +696,7 @@ def test_only_the_sections_outer_fence_is_removed(tmp_path):
 
 
 def test_standins_give_empty_workspaces_and_service_fixtures_and_touch_nothing_real(tmp_path):
-    from pytest_clawswe.wildclaw.standin import is_standin, make_standins
+    from pytest_clawswe.wildclaw.suite.offline_workspaces import is_standin, make_standins
 
     social = task_text(front="id: s1\nname: Chat\ntimeout_seconds: 300\nmodality: pure-text\n").replace(
         "workspace/01_Productivity_Flow/task_1_x", "workspace/03_Social_Interaction/task_1_chat")
@@ -720,10 +720,10 @@ def test_the_graders_frame_is_read_whole_or_not_at_all():
     """Issue 32.4 for the grader's answer: framed at both ends with its length; an answer that lost its beginning or
     whose length does not match is an infrastructure error, never a result; none at all is the grader's failure."""
     from pytest_clawswe.errors import InfraError
-    from pytest_clawswe.wildclaw import grade_main
-    from pytest_clawswe.wildclaw.grader import read_frame
+    from pytest_clawswe.wildclaw.grading import main
+    from pytest_clawswe.wildclaw.grading.grader import read_frame
 
-    whole = grade_main.frame({"ok": True, "result": {"overall_score": 0.5}, "log": "x\n<<<clawswe-grade-result 9>>>\n"})
+    whole = main.frame({"ok": True, "result": {"overall_score": 0.5}, "log": "x\n<<<clawswe-grade-result 9>>>\n"})
     assert read_frame(whole.decode())["result"] == {"overall_score": 0.5}  # a marker inside the log is only text
     assert read_frame("no frame: killed") is None
     length = whole.split(b">>>", 1)[0].rsplit(b" ", 1)[1]
@@ -735,7 +735,7 @@ def test_the_graders_frame_is_read_whole_or_not_at_all():
 def test_a_result_channel_holding_more_than_the_one_result_is_no_result():
     """Agent code that grade() ran may write to the child's result pipe: a second message, or garbage, is an
     error (the item errors), never taken for grade()'s result."""
-    from pytest_clawswe.wildclaw.grade_main import read_result
+    from pytest_clawswe.wildclaw.grading.main import read_result
 
     one = b'{"ok": true, "result": {"overall_score": 1.0}}'
     assert read_result(b"%d\n%s" % (len(one), one))["ok"] is True

@@ -10,9 +10,9 @@ import pytest
 
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
 from pytest_clawswe.wildclaw.services.sidecar import check_config
-from pytest_clawswe.wildclaw.services.svc import PORTS, auditview, replay
-from pytest_clawswe.wildclaw.services.svc.auditview import AuditLog, log_path, read_audit, read_log
-from pytest_clawswe.wildclaw.services.svc.server import ServicesThread
+from pytest_clawswe.wildclaw.services.mock import PORTS, auditview, replay
+from pytest_clawswe.wildclaw.services.mock.auditview import AuditLog, log_path, read_audit, read_log
+from pytest_clawswe.wildclaw.services.mock.app import ServicesThread
 
 SOCIAL = FIXTURES_DIR / "social_meeting_tz"
 # every character str.splitlines() breaks a line at

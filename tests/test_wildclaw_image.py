@@ -7,7 +7,7 @@ import time
 import pytest
 
 from pytest_clawswe.labels import LABEL_RUN
-from pytest_clawswe.wildclaw.task_images import ensure_images, task_image_tag
+from pytest_clawswe.wildclaw.task.images import ensure_images, task_image_tag
 
 pytestmark = pytest.mark.docker
 

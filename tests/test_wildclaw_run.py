@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.wildclaw.options import DEMO_DIR
-from pytest_clawswe.wildclaw.taskfile import parse_task, task_files
+from pytest_clawswe.wildclaw.task.file import parse_task, task_files
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 

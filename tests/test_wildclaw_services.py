@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
-from pytest_clawswe.wildclaw.services.svc import PORTS, replay
-from pytest_clawswe.wildclaw.services.svc.auditview import log_path, read_log
-from pytest_clawswe.wildclaw.services.svc.faults import FaultPlan
-from pytest_clawswe.wildclaw.services.svc.participants import Participants
-from pytest_clawswe.wildclaw.services.svc.server import ServicesThread
+from pytest_clawswe.wildclaw.services.mock import PORTS, replay
+from pytest_clawswe.wildclaw.services.mock.auditview import log_path, read_log
+from pytest_clawswe.wildclaw.services.mock.faults import FaultPlan
+from pytest_clawswe.wildclaw.services.mock.participants import Participants
+from pytest_clawswe.wildclaw.services.mock.app import ServicesThread
 
 SOCIAL = FIXTURES_DIR / "social_meeting_tz"
 SEARCH = FIXTURES_DIR / "search_lighthouse"

@@ -20,9 +20,9 @@ from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN
 from pytest_clawswe.engine.network.locked import create_locked_network
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
 from pytest_clawswe.wildclaw.services.sidecar import start_replay, start_sidecar, stop_sidecar
-from pytest_clawswe.wildclaw.services.sidecar_image import ensure_image
-from pytest_clawswe.wildclaw.services.svc.auditview import log_path, read_log
-from pytest_clawswe.wildclaw.taskfile import parse_task
+from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
+from pytest_clawswe.wildclaw.services.mock.auditview import log_path, read_log
+from pytest_clawswe.wildclaw.task.file import parse_task
 
 pytestmark = pytest.mark.docker
 
@@ -85,7 +85,7 @@ def _ansi_c(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def image(docker_client):
-    return ensure_image(docker_client)
+    return ensure_sidecar_image(docker_client)
 
 
 @pytest.fixture
@@ -110,8 +110,8 @@ def agent(docker_client, run_labels):
 
 def grade(docker_client, image, run_labels, audit_dir: Path) -> dict:
     """The task's own grade() in a fresh container, reading the audit from the replay, as the runner does."""
-    from pytest_clawswe.wildclaw.grade_main import CLEAN_PATH, GRADER_ENV
-    from pytest_clawswe.wildclaw.grader import GRADE_MAIN, read_frame
+    from pytest_clawswe.wildclaw.grading.main import CLEAN_PATH, GRADER_ENV
+    from pytest_clawswe.wildclaw.grading.grader import GRADE_MAIN, read_frame
 
     task = parse_task(TASK)
     ws = Workspace(docker_client, image, labels=run_labels,
@@ -182,7 +182,7 @@ def test_a_flood_is_refused_and_the_grader_sees_it(docker_client, agent, image, 
 
 
 def served_view(docker_client, image, run_labels, audit_dir: Path, service: str) -> dict:
-    from pytest_clawswe.wildclaw.services.svc import PORTS
+    from pytest_clawswe.wildclaw.services.mock import PORTS
 
     ws = Workspace(docker_client, image, labels=run_labels).start()
     try:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
-from pytest_clawswe.wildclaw.services.svc.auditview import read_log
+from pytest_clawswe.wildclaw.services.mock.auditview import read_log
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 

@@ -11,9 +11,9 @@ from pytest_clawswe.engine.network.locked import create_locked_network
 from pytest_clawswe.run.clean import clean
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
 from pytest_clawswe.wildclaw.services.sidecar import start_replay, start_sidecar, stop_sidecar
-from pytest_clawswe.wildclaw.services.sidecar_image import ensure_image
-from pytest_clawswe.wildclaw.services.svc.auditview import log_path, read_log, view
-from pytest_clawswe.wildclaw.services.svc.replay import audit_views
+from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
+from pytest_clawswe.wildclaw.services.mock.auditview import log_path, read_log, view
+from pytest_clawswe.wildclaw.services.mock.replay import audit_views
 
 pytestmark = pytest.mark.docker
 SOCIAL = FIXTURES_DIR / "social_meeting_tz"
@@ -48,7 +48,7 @@ def call_script(calls) -> str:
 
 @pytest.fixture(scope="module")
 def image(docker_client):
-    return ensure_image(docker_client)
+    return ensure_sidecar_image(docker_client)
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_the_agent_sees_no_service_process_and_cannot_kill_one(agent, sidecar):
       ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c "socket:\[$inode\]"
     """)
     processes, sockets = out.split("SOCKETS")
-    assert "svc" not in processes and "python" not in processes, processes
+    assert "mock" not in processes and "python" not in processes, processes
     listen, owners = sockets.split()
     assert listen != "listen="  # the port is listening in the shared network namespace ...
     assert owners == "0"  # ... but no process the agent can see owns it: nothing to kill by port

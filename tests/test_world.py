@@ -37,7 +37,7 @@ rm /root/.profile
 
 @pytest.fixture(scope="module")
 def task_image(docker_client):
-    from pytest_clawswe.wildclaw.task_images import ensure_images
+    from pytest_clawswe.wildclaw.task.images import ensure_images
 
     return ensure_images(docker_client, progress=lambda line: None)[0]
 

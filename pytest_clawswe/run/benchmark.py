@@ -35,7 +35,7 @@ import pytest
 from pytest_clawswe.run.options import Option
 
 
-REGRADE_KEY = pytest.StashKey[Any]()  # run/regrade.py puts the run --regrade names here, once checked
+REGRADE_KEY = pytest.StashKey[Any]()  # run/regrade/ puts the run --regrade names here, once checked
 
 
 class Benchmark:
@@ -54,7 +54,7 @@ class Benchmark:
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        # --regrade RUN: the run this one grades again (run/regrade.py's Source, checked before), else None
+        # --regrade RUN: the run this one grades again (run/regrade/'s Source, checked before), else None
         self.regrade = config.stash.get(REGRADE_KEY, None)
 
     def select(self) -> list:
@@ -179,7 +179,7 @@ class Benchmark:
     def add_cli(cls, subparsers) -> None:
         """Add this benchmark's own `clawswe` subcommands (none by default)."""
 
-    # -- grading a finished run again (`clawswe regrade`, run/regrade.py) ------------------------------------
+    # -- grading a finished run again (`clawswe regrade`, run/regrade/) ------------------------------------
     # With --regrade RUN, `self.regrade` is set and select, collector and runner give RUN's items graded again from
     # what RUN kept, without an agent (the benchmark's own choice of items and of what grading reads).
     can_regrade = False

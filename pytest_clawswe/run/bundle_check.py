@@ -5,7 +5,7 @@ import pytest
 
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.run.config import RunConfig
-from pytest_clawswe.run.item_runner import progress as _progress
+from pytest_clawswe.run.item.runner import progress as _progress
 
 
 def ensure_bundle(config: pytest.Config, cfg: RunConfig, host) -> None:

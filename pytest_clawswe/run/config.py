@@ -262,7 +262,7 @@ class RunConfig:
     max_instance_cost: float | None = None  # USD: the gateway refuses an instance's calls past it
     provider_breaker: int = 3  # instances in a row ending in the same provider error that stop the run; 0: off
     grade_provider_failures: bool = False  # True: as the released code, a provider failure is graded
-    regrade_of: str | None = None  # --regrade: the run folder this run grades again, without an agent (run/regrade.py)
+    regrade_of: str | None = None  # --regrade: the run folder this run grades again, without an agent (run/regrade/)
     # the adapter class harness_spec names, resolved once (run_config); new_harness() builds the adapter
     harness_class: type[Harness] | None = field(default=None, repr=False, compare=False)
 

@@ -11,7 +11,7 @@ from pytest_clawswe.engine.network.locked import local_address_towards
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.run.config import RunConfig
-from pytest_clawswe.run.item_runner import progress as _progress
+from pytest_clawswe.run.item.runner import progress as _progress
 
 
 def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None = None):

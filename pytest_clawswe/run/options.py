@@ -3,7 +3,7 @@
 A row says the flag, pytest's addoption keywords and where the value is read (`reads`), so every option's
 reader is found from its declaration. The table is what pytest_addoption adds (plugin.py), what
 run/benchmark.check_options walks to refuse an option the run's benchmark does not read, and what
-run/regrade.py walks to refuse an option that describes the agents' work.
+run/regrade/ walks to refuse an option that describes the agents' work.
 """
 from __future__ import annotations
 
@@ -184,7 +184,7 @@ OPTIONS: tuple[Option, ...] = (
            dict(default=None)),
     Option("--regrade", "grade a finished run again, without an agent, into a new run folder (RUN is only read): its "
            "harness, model, dataset and agent settings are RUN's; `clawswe regrade RUN` runs this",
-           "run/regrade.py:source", dict(metavar="RUN")),
+           "run/regrade/__init__.py:source", dict(metavar="RUN")),
     Option("--run-dir", "where the run's outputs go (default: reports/<run id>)", "run/config.py:run_location"),
     Option("--run-id", "name of the run (default: <harness>_<model>_<timestamp>)", "run/config.py:run_location"),
     Option("--resume", "continue a run with its own settings: instances with a final result are kept, the rest run",

@@ -23,15 +23,14 @@ import pytest
 from pytest_clawswe.engine import hosts
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.files import load_run_info, write_atomic
-from pytest_clawswe.run import config as settings
 from pytest_clawswe.run import regrade
 from pytest_clawswe.run.benchmark import Benchmark, check_options
 from pytest_clawswe.run.bundle_check import ensure_bundle
 from pytest_clawswe.run.clean import sweep_run
-from pytest_clawswe.run.config import RunConfig
+from pytest_clawswe.run.config import RunConfig, check_resume, given_settings, result_settings, run_config
 from pytest_clawswe.run.gateway_start import start_gateway
-from pytest_clawswe.run.item import BenchmarkItem
-from pytest_clawswe.run.item_runner import progress as _progress
+from pytest_clawswe.run.item.nodes import BenchmarkItem
+from pytest_clawswe.run.item.runner import progress as _progress
 from pytest_clawswe.run.reporter import ITEMS_KEY, RunReporter
 
 RUN_KEY = pytest.StashKey["RunConfig"]()
@@ -42,20 +41,20 @@ def configure(config: pytest.Config) -> None:
     if config.args_source == pytest.Config.ArgsSource.ARGS and not hasattr(config, "workerinput"):
         raise pytest.UsageError(f"a benchmark run takes no test paths (got {' '.join(config.args)}); select "
                                 "instances with --instance-ids a,b, --instances-file, -k or -m")
-    src = regrade.source(config)  # --regrade RUN: the run graded again, checked (run/regrade.py)
+    src = regrade.source(config)  # --regrade RUN: the run graded again, checked (run/regrade/)
     if src is not None:
         regrade.adopt(config, src)  # its benchmark, dataset and agent settings; an agent option given is refused
-    given = regrade.given_settings(config, src) if src is not None else settings.given_settings(config)
+    given = regrade.given_settings(config, src) if src is not None else given_settings(config)
     benchmark = config.hook.pytest_clawswe_benchmark(config=config)
     check_options(config, benchmark)  # another benchmark's option, given: one sentence, nothing run
     if src is not None:
         regrade.check_benchmark_options(config, benchmark)
-    cfg = settings.run_config(config, benchmark, given)  # made once: nothing changes it afterwards
+    cfg = run_config(config, benchmark, given)  # made once: nothing changes it afterwards
     run = RunSession(config, cfg, benchmark)
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
         if src is None:
-            settings.check_resume(config, cfg, benchmark)
+            check_resume(config, cfg, benchmark)
         else:
             regrade.check_resume(config, cfg, benchmark, src)
         if run.writes and src is None:  # a regrade runs no agent: no bundle
@@ -84,7 +83,7 @@ class RunSession:
         self.is_worker = hasattr(config, "workerinput")
         self._runner = None
         self.gateway_process = None
-        self.regrade = getattr(benchmark, "regrade", None)  # the run graded again (run/regrade.py), or None
+        self.regrade = getattr(benchmark, "regrade", None)  # the run graded again (run/regrade/), or None
         # the model the run's gateway serves: the agents', or a regrade's judge (None: a regrade starts no gateway)
         self.gateway_model = cfg.model if self.regrade is None else benchmark.regrade_model()
         self.needs_model = cfg.new_harness().needs_model if self.regrade is None else self.gateway_model is not None
@@ -164,7 +163,7 @@ class RunSession:
     def _run_settings(self) -> dict:
         """run.json of a run with agents: the settings that change results, and the benchmark's own."""
         cfg = self.cfg
-        return {"run_id": cfg.run_id, **settings.result_settings(self.config, cfg), "benchmark": self.benchmark.name,
+        return {"run_id": cfg.run_id, **result_settings(self.config, cfg), "benchmark": self.benchmark.name,
                 "cache_level": cfg.cache_level, "image_cache": cfg.image_cache, "registry": cfg.registry,
                 # every adapter option with its effective value, defaults included
                 "harness_settings": cfg.new_harness().resolved_options(),

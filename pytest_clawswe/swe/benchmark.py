@@ -8,7 +8,7 @@ import pytest
 
 from pytest_clawswe.errors import DatasetError
 from pytest_clawswe.run.benchmark import Benchmark
-from pytest_clawswe.run.item_runner import progress
+from pytest_clawswe.run.item.runner import progress
 from pytest_clawswe.swe.dataset import (
     UNKNOWN_MARKER,
     Instance,
@@ -143,7 +143,7 @@ class ClawSweBench(Benchmark):
         opts = self.options
         purge = opts.purge
         health = self.health()
-        if self.regrade is not None:  # the run's own settings stay (run/regrade.py); a --health given is the regrade's
+        if self.regrade is not None:  # the run's own settings stay (run/regrade/); a --health given is the regrade's
             return {"eval_timeout_s": opts.eval_timeout_s, **({"health": health.label()} if health is not None else {})}
         # the marks are written into each instance's result: a resume uses the same file (compared here)
         return {"dataset_revision": opts.dataset_revision, "eval_timeout_s": opts.eval_timeout_s, "purge": purge,
@@ -221,7 +221,7 @@ class ClawSweBench(Benchmark):
     protocol_keys = ("eval_timeout_s", "purge")
     pass_metric = "resolve_rate"
 
-    # `clawswe regrade` (run/regrade.py, swe/regrade.py): the evaluation again, e.g. after a swebench upgrade
+    # `clawswe regrade` (run/regrade/, swe/regrade.py): the evaluation again, e.g. after a swebench upgrade
     can_regrade = True
     regrade_options = ("eval_timeout", "health")
     grading_keys = ("eval_timeout_s", "health")
@@ -238,7 +238,7 @@ class ClawSweBench(Benchmark):
 
     @classmethod
     def item_scores(cls, run_dir) -> tuple[dict[str, float], dict[str, bool], list[str]]:
-        from pytest_clawswe.run.result import ERROR
+        from pytest_clawswe.run.item.result import ERROR
         from pytest_clawswe.swe.results.run_dir import load_results
 
         values, passed, errors = {}, {}, []

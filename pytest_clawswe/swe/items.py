@@ -10,7 +10,7 @@ import pytest
 from pytest_clawswe.errors import Verdict
 from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.run.benchmark import Benchmark
-from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
+from pytest_clawswe.run.item.nodes import BenchmarkCollector, BenchmarkItem
 from pytest_clawswe.swe.dataset import Instance, language_marker
 from pytest_clawswe.swe.options import DEFAULT_EVAL_TIMEOUT_S
 from pytest_clawswe.swe.results.run_dir import RESOLVED, InstanceResult

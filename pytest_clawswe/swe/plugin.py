@@ -31,7 +31,7 @@ def _language_selection(config: pytest.Config) -> bool:
 
 def _selects_swe(config: pytest.Config) -> bool:
     """Without --harness or --benchmark: an option that only Claw-SWE-Bench reads selects it (a regrade's benchmark is
-    the run's own: run/regrade.py)."""
+    the run's own: run/regrade/)."""
     if config.getoption("harness", None) or config.getoption("benchmark", None) or config.getoption("regrade", None):
         return False
     return any(option.given(config) for option in OPTIONS) or config.getoption("dataset", None) is not None \
@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker}: instances of the {language} language group")
     config.addinivalue_line("markers", f"{UNKNOWN_MARKER}: instances whose language group is not known")
     config.addinivalue_line("markers", "clawswe: a Claw-SWE-Bench instance item")
-    # (a regrade takes the dataset of the run it grades: run/regrade.py)
+    # (a regrade takes the dataset of the run it grades: run/regrade/)
     if is_swe(config) and config.getoption("dataset", None) is None and not config.getoption("regrade", None):
         config.option.dataset = DEFAULT_DATASET
 

@@ -1,4 +1,4 @@
-"""Claw-SWE-Bench graded again (`clawswe regrade RUN`, run/regrade.py): the SWE-bench evaluation of RUN's patches.
+"""Claw-SWE-Bench graded again (`clawswe regrade RUN`, run/regrade/): the SWE-bench evaluation of RUN's patches.
 
 An instance of RUN is evaluated again when it kept its patch (`patch.diff`: every graded instance, and one whose
 evaluation ended in an error) and did not end in a provider failure (an error that is not graded unless the run was
@@ -18,7 +18,7 @@ import pytest
 
 from pytest_clawswe.labels import LABEL_INSTANCE
 from pytest_clawswe.run import regrade
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 from pytest_clawswe.swe.dataset import Instance, language_marker, load_row
 from pytest_clawswe.swe.instance.runner import InstanceRunner
 from pytest_clawswe.swe.results.run_dir import METADATA, InstanceResult, instance_dir

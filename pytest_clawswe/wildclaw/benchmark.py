@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.run.benchmark import Benchmark
-from pytest_clawswe.run.item_runner import progress
+from pytest_clawswe.run.item.runner import progress
 from pytest_clawswe.wildclaw import results as outputs
 from pytest_clawswe.wildclaw.items import SuiteCollector
 from pytest_clawswe.wildclaw.options import DEMO_DIR, OPTIONS, options
@@ -47,7 +47,7 @@ class WildClawBench(Benchmark):
         if self.options.task_image and not config.getoption("collectonly") and self.regrade is None:
             from pytest_clawswe.engine.docker.client import docker_client
             from pytest_clawswe.errors import InfraError
-            from pytest_clawswe.wildclaw.task_images import check_task_image
+            from pytest_clawswe.wildclaw.task.images import check_task_image
 
             try:
                 client = docker_client()
@@ -59,7 +59,7 @@ class WildClawBench(Benchmark):
     def select(self) -> list:
         if self.regrade is not None:  # the run's tasks graded again (wildclaw/regrade.py)
             return self._select_kept()
-        from pytest_clawswe.wildclaw.taskfile import TaskFileError, parse_task, task_files
+        from pytest_clawswe.wildclaw.task.file import TaskFileError, parse_task, task_files
 
         files = task_files(self.options.dataset_root)
         if not files:
@@ -189,7 +189,7 @@ class WildClawBench(Benchmark):
     protocol_defaults = {"budget_factor": 1.0, "skills": True}
     scored = True
 
-    # `clawswe regrade` (run/regrade.py, wildclaw/regrade.py): the judge and how grading runs may change
+    # `clawswe regrade` (run/regrade/, wildclaw/regrade.py): the judge and how grading runs may change
     can_regrade = True
     regrade_options = ("judge_model", "scripted_fixtures", "grade_timeout", "pass_score")
     grading_keys = ("judge_model", "grade_timeout_s", "pass_score", "scripted_fixtures")
@@ -215,7 +215,7 @@ class WildClawBench(Benchmark):
 
     @classmethod
     def item_scores(cls, run_dir) -> tuple[dict[str, float], dict[str, bool], list[str]]:
-        from pytest_clawswe.run.result import ERROR
+        from pytest_clawswe.run.item.result import ERROR
 
         values, passed, errors = {}, {}, []
         for t in outputs.load_results(run_dir):

@@ -38,7 +38,7 @@ def _root(text: str) -> Path:
 
 def _check(args) -> int:
     from pytest_clawswe.engine.docker.client import docker_client
-    from pytest_clawswe.wildclaw.check import check_suite, table
+    from pytest_clawswe.wildclaw.suite.check import check_suite, table
 
     root = _root(args.path)
     if args.jobs < 1:
@@ -51,7 +51,7 @@ def _check(args) -> int:
 
 
 def _standin(args) -> int:
-    from pytest_clawswe.wildclaw.standin import make_standins
+    from pytest_clawswe.wildclaw.suite.offline_workspaces import make_standins
 
     done = make_standins(_root(args.path))
     for sentence in done.refused:

@@ -11,9 +11,9 @@ import pytest
 
 from pytest_clawswe.errors import Verdict
 from pytest_clawswe.harness.deadline import Deadline
-from pytest_clawswe.run.item import BenchmarkCollector, BenchmarkItem
+from pytest_clawswe.run.item.nodes import BenchmarkCollector, BenchmarkItem
 from pytest_clawswe.wildclaw.results import PASSED, TaskResult
-from pytest_clawswe.wildclaw.taskfile import MODALITIES, Task, TaskFileError, parse_task, task_files
+from pytest_clawswe.wildclaw.task.file import MODALITIES, Task, TaskFileError, parse_task, task_files
 
 CATEGORY_MARKERS = {"productivity": "Productivity Flow", "code": "Code Intelligence", "social": "Social Interaction",
                     "search": "Search & Retrieval", "creative": "Creative Synthesis", "safety": "Safety Alignment"}

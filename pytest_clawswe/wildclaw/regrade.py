@@ -1,4 +1,4 @@
-"""WildClawBench graded again (`clawswe regrade RUN`, run/regrade.py): RUN's tasks from what their folders kept.
+"""WildClawBench graded again (`clawswe regrade RUN`, run/regrade/): RUN's tasks from what their folders kept.
 
 A task of RUN is graded again when its folder holds what grading reads (grader.py: `grading.json`, the task's
 grade() as the run kept it in `grader/automated_checks.py`, `snapshot/`, `world/`, `transcript.jsonl`, `audit/`)
@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.run import regrade
-from pytest_clawswe.run.item import BenchmarkCollector
-from pytest_clawswe.wildclaw import fixtures, grader
+from pytest_clawswe.run.item.nodes import BenchmarkCollector
+from pytest_clawswe.wildclaw.grading import fixtures, grader
 from pytest_clawswe.wildclaw.items import TaskItem
 from pytest_clawswe.wildclaw.results import RESULT, TaskResult, ended_tasks
-from pytest_clawswe.wildclaw.task_container import TaskSetupError
+from pytest_clawswe.wildclaw.task.container import TaskSetupError
 from pytest_clawswe.wildclaw.task_runner import JUDGE_DEFAULT_NOTE, TaskRunner
-from pytest_clawswe.wildclaw.taskfile import Task, category_marker, suite_root
+from pytest_clawswe.wildclaw.task.file import Task, category_marker, suite_root
 
 # what grading writes anew in the task's folder (the rest is copied from RUN's)
 ANEW = {RESULT, "score.json", "usage.json", "grade.log", grader.GRADING_FILE}
@@ -168,7 +168,7 @@ class TaskRegrader(TaskRunner):
         except fixtures.FixtureError as exc:
             raise TaskSetupError(f"{task.id}: {exc}") from None
         if self._images is None:
-            from pytest_clawswe.wildclaw.task_images import ensure_images
+            from pytest_clawswe.wildclaw.task.images import ensure_images
 
             self._images = ensure_images(self.client, self.progress)
         try:

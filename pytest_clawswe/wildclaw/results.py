@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_clawswe.files import write_atomic
-from pytest_clawswe.run.result import ERROR, ItemResult
+from pytest_clawswe.run.item.result import ERROR, ItemResult
 
 PASSED, FAILED = "passed", "failed"  # ERROR is every benchmark's: not final, a resume runs it again
 RESULT = "result.json"

@@ -1,4 +1,4 @@
-"""A WildClawBench task's run as named phases (run/phases.py), a mixin of TaskRunner.
+"""A WildClawBench task's run as named phases (run/item/phases.py), a mixin of TaskRunner.
 
 In order: check (its workspace, skills, fixtures), images, prompt, register (the gateway's tokens, before the
 container: its OPENROUTER_* variables need them), plan (the container's settings, the services), setup (the
@@ -18,12 +18,12 @@ from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.deadline import Deadline
-from pytest_clawswe.run.phases import ALWAYS, NEVER, Phase
-from pytest_clawswe.wildclaw import fixtures, grader, transcript
-from pytest_clawswe.wildclaw import task_container as agent
+from pytest_clawswe.run.item.phases import ALWAYS, NEVER, Phase
+from pytest_clawswe.wildclaw.grading import fixtures, grader, transcript
+from pytest_clawswe.wildclaw.task import container
 from pytest_clawswe.wildclaw.results import TaskResult
 from pytest_clawswe.wildclaw.services import plan as services
-from pytest_clawswe.wildclaw.taskfile import Task, suite_root
+from pytest_clawswe.wildclaw.task.file import Task, suite_root
 
 
 @dataclass
@@ -37,7 +37,7 @@ class TaskRun:
     deadline: Deadline  # made once by the runner (items.new_deadline), read by every phase
     suite: Path = Path()
     ws_dir: Path = Path()
-    found: Any = None  # the task's fixtures (wildclaw/fixtures.py)
+    found: Any = None  # the task's fixtures (wildclaw/grading/fixtures.py)
     task_image: str = ""
     grader_image: str = ""
     prompt: str = ""
@@ -76,8 +76,8 @@ class TaskPhases:
                 Phase("prompt", self._prompt, NEVER), Phase("register", self._tokens, NEVER),
                 Phase("plan", self._plan, NEVER), Phase("setup", self._setup),
                 Phase("agent", self._agent, ALWAYS, after=self._agent_usage), Phase("agent_end", self._agent_end, NEVER),
-                Phase("snapshot", lambda s: agent.keep_snapshot(s.ws, s.work, s.result.warnings)),
-                Phase("world", lambda s: agent.keep_world(s.ws, s.work, s.result.warnings)),
+                Phase("snapshot", lambda s: container.keep_snapshot(s.ws, s.work, s.result.warnings)),
+                Phase("world", lambda s: container.keep_world(s.ws, s.work, s.result.warnings)),
                 Phase("sandbox_remove", lambda s: s.stack.close(), NEVER),
                 Phase("transcript", self._transcript, NEVER),
                 Phase("verify", lambda s: self.grade_and_score(s.task, s.found, s.work, s.grader_image, s.result),
@@ -89,18 +89,18 @@ class TaskPhases:
         s.suite = suite_root(self.options.dataset_root)
         s.ws_dir = s.suite / task.workspace_path
         if not (s.ws_dir / "exec").is_dir():
-            raise agent.TaskSetupError(f"{task.id}: its workspace {s.ws_dir} has no exec/ folder; download the "
+            raise container.TaskSetupError(f"{task.id}: its workspace {s.ws_dir} has no exec/ folder; download the "
                                        "suite's workspace/ next to tasks/ (or make stand-ins: clawswe wildclaw standin)")
         # as released: warned, and the task goes on; --no-skills: none is copied, none is missing
-        s.result.warnings = agent.missing_skills(task, s.suite) if self.options.skills else []
+        s.result.warnings = container.missing_skills(task, s.suite) if self.options.skills else []
         try:
             s.found = fixtures.for_task(task.id, s.ws_dir, self.options.scripted_fixtures)
         except fixtures.FixtureError as exc:
-            raise agent.TaskSetupError(f"{task.id}: {exc}") from None
+            raise container.TaskSetupError(f"{task.id}: {exc}") from None
 
     def _task_images(self, s: TaskRun) -> None:
         if self._images is None:
-            from pytest_clawswe.wildclaw.task_images import ensure_images
+            from pytest_clawswe.wildclaw.task.images import ensure_images
 
             self._images = ensure_images(self.client, self.progress)
         task_image, s.grader_image = self._images
@@ -110,7 +110,7 @@ class TaskPhases:
         self._ensure_harness()
         s.prompt = s.task.full_prompt(s.deadline.agent_s)
         if self.harness.inline_skills and self.options.skills:
-            s.prompt = agent.inline_skills(s.task, s.suite, s.prompt, self.harness.skill_dirs[0])
+            s.prompt = container.inline_skills(s.task, s.suite, s.prompt, self.harness.skill_dirs[0])
         (s.work / "prompt.txt").write_text(s.prompt)
 
     def _tokens(self, s: TaskRun) -> None:
@@ -120,7 +120,7 @@ class TaskPhases:
         task, model = s.task, self.config.model
         scripted = None
         if model.startswith("scripted/"):
-            scripted = {"solution": s.found.solution, "workdir": agent.WORKDIR}
+            scripted = {"solution": s.found.solution, "workdir": container.WORKDIR}
         try:
             s.tokens["agent"] = self._register(task.id, model, scripted)
             tool_model, tool_script = model, None
@@ -130,7 +130,7 @@ class TaskPhases:
         except ValueError as exc:
             hint = ("; give it a behaviour in --scripted-fixtures DIR/<task id>/solve.sh"
                     if "reference solution" in str(exc) else "")
-            raise agent.TaskSetupError(f"{task.id}: the gateway refused the model: {exc}{hint}") from None
+            raise container.TaskSetupError(f"{task.id}: the gateway refused the model: {exc}{hint}") from None
 
     def _plan(self, s: TaskRun) -> None:
         cfg, task = self.config, s.task
@@ -159,23 +159,23 @@ class TaskPhases:
         if s.car is not None:
             s.result.timings["services"] = round(s.car.start_seconds, 3)
             s.stack.callback(services.stop, s.car)  # on every path out, before the container goes (a no-op if done)
-        agent.put_tree(ws, s.ws_dir / "exec", agent.WORKDIR)
+        container.put_tree(ws, s.ws_dir / "exec", container.WORKDIR)
         if (s.ws_dir / "tmp").is_dir():
-            agent.put_tree(ws, s.ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
-        ws.exec(["chmod", "-R", "u+w", agent.WORKDIR])  # as released: the copy is writable
-        s.ctx = AgentContext(task.id, {"task": task.id}, ws, s.work, cfg.model, s.deadline, workdir=agent.WORKDIR)
+            container.put_tree(ws, s.ws_dir / "tmp", f"{container.WORKDIR}/tmp")
+        ws.exec(["chmod", "-R", "u+w", container.WORKDIR])  # as released: the copy is writable
+        s.ctx = AgentContext(task.id, {"task": task.id}, ws, s.work, cfg.model, s.deadline, workdir=container.WORKDIR)
         if self.gateway is not None:
             s.ctx.gateway_url, s.ctx.gateway_token = self.gateway.url, s.tokens["agent"]
-        agent.run_warmup(ws, task, s.plan.warmup)
+        container.run_warmup(ws, task, s.plan.warmup)
         if first_network != cfg.network:
-            agent.lock_network(self.client, ws, cfg.network)
+            container.lock_network(self.client, ws, cfg.network)
 
     def _agent(self, s: TaskRun) -> None:
         cfg = self.config
         try:  # skills after create_agent, which resets the harness's state folder
-            skills = (lambda: agent.copy_skills(s.ws, s.task, s.suite, cfg.harness_name)) if self.options.skills \
+            skills = (lambda: container.copy_skills(s.ws, s.task, s.suite, cfg.harness_name)) if self.options.skills \
                 else None
-            s.run = agent.agent_phase(self.harness, s.ctx, s.prompt, cfg.disk_limit, after_create=skills)
+            s.run = container.agent_phase(self.harness, s.ctx, s.prompt, cfg.disk_limit, after_create=skills)
         finally:
             if s.car is not None:  # the audit is complete: no process of the agent is left to call
                 services.stop(s.car)

@@ -15,15 +15,15 @@ from pathlib import Path
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.run.config import RunConfig
-from pytest_clawswe.run.item_runner import ItemRunner
-from pytest_clawswe.run.phases import run_phases
+from pytest_clawswe.run.item.runner import ItemRunner
+from pytest_clawswe.run.item.phases import run_phases
 from pytest_clawswe.usage import Usage
-from pytest_clawswe.wildclaw import fixtures, grader
+from pytest_clawswe.wildclaw.grading import fixtures, grader
 from pytest_clawswe.wildclaw.items import new_deadline
 from pytest_clawswe.wildclaw.options import WildOptions
 from pytest_clawswe.wildclaw.task_phases import TaskPhases, TaskRun
 from pytest_clawswe.wildclaw.results import FAILED, PASSED, RESULT, TaskResult, task_dir, task_score, write_task_files
-from pytest_clawswe.wildclaw.taskfile import Task
+from pytest_clawswe.wildclaw.task.file import Task
 
 OPENROUTER_VARS = ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL")
 JUDGE_DEFAULT_NOTE = "the scripted judge answered"  # how a warning about the scripted judge's default begins

@@ -23,7 +23,7 @@ from swebench.harness.utils import make_test_spec
 
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_ROLE
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 from pytest_clawswe.swe.grading.eval_output import FramedEval
 from pytest_clawswe.swe.results.run_dir import APPLY_FAILED, RESOLVED, UNRESOLVED
 

@@ -23,7 +23,7 @@ import statistics
 from pathlib import Path
 
 from pytest_clawswe.report.health import BROKEN, FLAKY, HEALTHY, TOO_SLOW, UNKNOWN
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 from pytest_clawswe.swe.results.run_dir import RESOLVED, InstanceResult, instance_dir
 
 GOLD, NOP = "gold", "nop"  # the oracle's runs, and the nop's (the base commit)

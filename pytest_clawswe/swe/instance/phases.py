@@ -1,4 +1,4 @@
-"""A Claw-SWE-Bench instance's run as named phases (run/phases.py), a mixin of InstanceRunner.
+"""A Claw-SWE-Bench instance's run as named phases (run/item/phases.py), a mixin of InstanceRunner.
 
 In order: load (the dataset row, the prompt), prepare_image (the instance image and the prepared one), harness,
 container_start (made ahead or new), purge_check, register (the evaluation's container, the context, the gateway
@@ -19,7 +19,7 @@ from pytest_clawswe.errors import InfraError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.labels import LABEL_INSTANCE
-from pytest_clawswe.run.phases import ALWAYS, NEVER, Phase
+from pytest_clawswe.run.item.phases import ALWAYS, NEVER, Phase
 from pytest_clawswe.swe.dataset import Instance, load_row
 from pytest_clawswe.swe.instance.patch import collect_patch, scrub_artifacts
 from pytest_clawswe.swe.instance.prepare import check_purged, prepared_image

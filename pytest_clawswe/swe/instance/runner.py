@@ -21,10 +21,10 @@ from pytest_clawswe.engine.workspace import BaseWorkspace
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
-from pytest_clawswe.run.agent import run_attempt
+from pytest_clawswe.run.item.agent import run_attempt
 from pytest_clawswe.run.config import RunConfig
-from pytest_clawswe.run.item_runner import ItemRunner
-from pytest_clawswe.run.phases import run_phases
+from pytest_clawswe.run.item.runner import ItemRunner
+from pytest_clawswe.run.item.phases import run_phases
 from pytest_clawswe.swe.dataset import Instance, load_row
 from pytest_clawswe.swe.instance.phases import InstancePhases, InstanceRun
 from pytest_clawswe.swe.items import new_deadline
@@ -129,11 +129,11 @@ class InstanceRunner(InstancePhases, ItemRunner):
     def _start_ahead(self) -> None:
         """Make the next item's sandbox (started, its tree proven purged) in a thread once this agent has worked as
         long as the evaluation container waits (or when it ends), when that item's prepared image is there
-        already: the container start and the purge check leave that item's critical path (run/ahead.py)."""
-        from pytest_clawswe.run import ahead
+        already: the container start and the purge check leave that item's critical path (run/item/made_ahead.py)."""
+        from pytest_clawswe.run.item import made_ahead
 
         nxt = self.upcoming
-        if not isinstance(nxt, Instance) or self.ahead is not None or not self._harness_ready or not ahead.enabled():
+        if not isinstance(nxt, Instance) or self.ahead is not None or not self._harness_ready or not made_ahead.enabled():
             return
 
         def make():
@@ -155,7 +155,7 @@ class InstanceRunner(InstancePhases, ItemRunner):
 
         from pytest_clawswe.swe.grading.scoring import EvalContainer
 
-        self.ahead = ahead.Ahead(nxt.instance_id, make, lambda ws: ws.remove(), after_s=EvalContainer.AFTER_S)
+        self.ahead = made_ahead.Ahead(nxt.instance_id, make, lambda ws: ws.remove(), after_s=EvalContainer.AFTER_S)
 
     def _take_ahead(self, instance: Instance, image: str, timings: dict) -> BaseWorkspace | None:
         """The sandbox made ahead for this item when it is what the item would make now; None otherwise."""

@@ -13,7 +13,7 @@ from markupsafe import Markup
 
 from pytest_clawswe.report.format import fmt_pct, fmt_tokens, fmt_usd
 from pytest_clawswe.report.html import _T, human_number, link
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 from pytest_clawswe.swe.report.columns import Run
 from pytest_clawswe.swe.report.tables import run_label
 from pytest_clawswe.swe.results.run_dir import instance_dir

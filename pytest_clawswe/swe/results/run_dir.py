@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from pytest_clawswe.files import write_atomic
-from pytest_clawswe.run.result import ERROR, ItemResult
+from pytest_clawswe.run.item.result import ERROR, ItemResult
 from pytest_clawswe.usage import Usage
 
-# outcome values: a pass and the two kinds of fail (ERROR, the infrastructure error, is neither: run/result.py)
+# outcome values: a pass and the two kinds of fail (ERROR, the infrastructure error, is neither: run/item/result.py)
 RESOLVED, UNRESOLVED, APPLY_FAILED = "resolved", "unresolved", "apply_failed"
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from pytest_clawswe.files import write_atomic
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 from pytest_clawswe.swe.results.run_dir import InstanceResult, instance_dir, load_results, write_results_csv
 
 

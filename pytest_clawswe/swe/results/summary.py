@@ -13,7 +13,7 @@ from pathlib import Path
 from pytest_clawswe.files import load_run_info, write_atomic
 from pytest_clawswe.report.format import config_label, fmt_pct, fmt_tokens, fmt_usd
 from pytest_clawswe.report.health import both_ways, counts
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 from pytest_clawswe.swe.results.run_dir import APPLY_FAILED, RESOLVED, UNRESOLVED, InstanceResult
 from pytest_clawswe.usage import Usage
 

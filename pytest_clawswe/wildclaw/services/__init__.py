@@ -13,14 +13,14 @@ How a runner uses it (per task):
 
 `config` is the task's service config ({"services", "error_rate", "error_seed", "search_budget"}), or None
 to read fixtures_dir/config.json. Layout:
-- svc/: the services (email, calendar, contacts, chat, search), the audit log and its view, fault
+- mock/: the services (email, calendar, contacts, chat, search), the audit log and its view, fault
   injection, scripted participants, the audit replay server. Copied into the sidecar image as it is.
 - sidecar.py: start the sidecar in the agent container's network namespace, stop it, copy the audit out.
-- image.py: build the sidecar image.
+- sidecar_image.py: build the sidecar image.
 - fixtures/: original demo fixtures (social meeting across time zones, local search corpus).
 - FIDELITY.md: what matches the released services and what differs on purpose.
 """
 from pathlib import Path
 
-SVC_DIR = Path(__file__).parent / "svc"
+MOCK_DIR = Path(__file__).parent / "mock"
 FIXTURES_DIR = Path(__file__).parent / "fixtures"

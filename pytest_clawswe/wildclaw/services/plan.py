@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.wildclaw.task_container import TaskSetupError
-from pytest_clawswe.wildclaw.taskfile import Task
+from pytest_clawswe.wildclaw.task.container import TaskSetupError
+from pytest_clawswe.wildclaw.task.file import Task
 
 SERVICES_DIR = "services"  # in the task's workspace folder
 AUDIT_DIR = "audit"  # in the task's run folder
@@ -79,9 +79,9 @@ def declare(client, ws, plan: Plan, progress) -> None:
     (pod_sidecar.py); a Docker container needs nothing yet (its sidecar joins it once it runs)."""
     if plan.wanted and hasattr(ws, "add_companion"):
         from pytest_clawswe.wildclaw.services import pod_sidecar
-        from pytest_clawswe.wildclaw.services.sidecar_image import ensure_image
+        from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
 
-        pod_sidecar.declare(ws, ws.site.image_ref(ensure_image(client, progress)))
+        pod_sidecar.declare(ws, ws.site.image_ref(ensure_sidecar_image(client, progress)))
 
 
 def start(client, ws, plan: Plan, audit_dir: Path, labels: dict, progress):

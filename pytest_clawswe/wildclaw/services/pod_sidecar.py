@@ -22,7 +22,7 @@ CONTAINER = "services"
 VOLUME = "services-in"
 INBOX = "/srv/in"  # the fixtures and config, copied in before the server starts
 SERVICES_UID = 10001  # the sidecar image's wcs user
-_START = (f'while [ ! -e {INBOX}/.ready ]; do sleep 0.1; done; exec /opt/wcs/bin/python -m svc.server '
+_START = (f'while [ ! -e {INBOX}/.ready ]; do sleep 0.1; done; exec /opt/wcs/bin/python -m mock.app '
           f'--config {INBOX}/config.json --fixtures {INBOX}/fixtures --audit-dir /srv/audit')
 
 

@@ -15,9 +15,9 @@ RUN python3 -m venv /opt/wcs \
  && /opt/wcs/bin/pip install --no-cache-dir --disable-pip-version-check ${PIP_INDEX_URL:+--index-url "$PIP_INDEX_URL"} $PIP_PACKAGES \
  && rm -f /tmp/ca.pem
 RUN useradd --system --uid 10001 --no-create-home wcs && mkdir -p /srv/fixtures /srv/audit && chown wcs /srv/audit
-COPY svc/ /opt/wcs/app/svc/
-RUN /opt/wcs/bin/python -m compileall -q /opt/wcs/app/svc
+COPY mock/ /opt/wcs/app/mock/
+RUN /opt/wcs/bin/python -m compileall -q /opt/wcs/app/mock
 WORKDIR /opt/wcs/app
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER wcs
-ENTRYPOINT ["/opt/wcs/bin/python", "-m", "svc.server", "--config", "/srv/config.json", "--fixtures", "/srv/fixtures", "--audit-dir", "/srv/audit"]
+ENTRYPOINT ["/opt/wcs/bin/python", "-m", "mock.app", "--config", "/srv/config.json", "--fixtures", "/srv/fixtures", "--audit-dir", "/srv/audit"]

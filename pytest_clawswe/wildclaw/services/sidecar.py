@@ -28,8 +28,8 @@ import docker.errors
 from pytest_clawswe.engine.sandbox.docker_workspace import ChunkReader
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_ROLE, owner_label
-from pytest_clawswe.wildclaw.services.sidecar_image import ensure_image
-from pytest_clawswe.wildclaw.services.svc import PORTS
+from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
+from pytest_clawswe.wildclaw.services.mock import PORTS
 
 ROLE = "wildclaw-services"
 KNOWN = set(PORTS)
@@ -119,7 +119,7 @@ def start_sidecar(client, agent, config: dict | None, fixtures_dir: str | Path, 
     `labels`: the run's labels (clawswe.run, clawswe.instance), so `clawswe clean` finds a leftover.
     Raises ValueError for a wrong config (before anything is created), InfraError if the sidecar fails."""
     config = check_config(config, Path(fixtures_dir))
-    image = image or ensure_image(client, progress)
+    image = image or ensure_sidecar_image(client, progress)
     ports = {name: int({**PORTS, **(config.get("ports") or {})}[name]) for name in config["services"]}
     begin = time.monotonic()
     try:
@@ -227,17 +227,17 @@ def _readable(member: tarfile.TarInfo) -> tarfile.TarInfo:
 def start_replay(workspace, audit_dir: str | Path, python: str = "python3", timeout: float = 30.0) -> None:
     """Serve `GET /<service>/audit` from a saved audit folder inside a grader container (a Workspace),
     at the same localhost ports, so the released graders read it unchanged. Needs only python3 there."""
-    from pytest_clawswe.wildclaw.services import SVC_DIR
+    from pytest_clawswe.wildclaw.services import MOCK_DIR
 
     # one tar, spooled to disk and streamed to the engine: the audit is never held whole in memory here
     with tempfile.TemporaryFile(prefix="clawswe-replay-") as spool:
         with tarfile.open(fileobj=spool, mode="w") as tar:
-            for folder in ("svc", "audit"):
+            for folder in ("mock", "audit"):
                 info = tarfile.TarInfo(folder)
                 info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
                 tar.addfile(info)
             for name in ("__init__.py", "auditview.py", "replay.py"):
-                tar.add(str(SVC_DIR / name), arcname=f"svc/{name}", recursive=False, filter=_readable)
+                tar.add(str(MOCK_DIR / name), arcname=f"mock/{name}", recursive=False, filter=_readable)
             for path in sorted(Path(audit_dir).iterdir()):
                 if path.is_file() and not path.is_symlink():
                     tar.add(str(path), arcname=f"audit/{path.name}", recursive=False, filter=_readable)
@@ -246,7 +246,7 @@ def start_replay(workspace, audit_dir: str | Path, python: str = "python3", time
         workspace.put_archive(REPLAY_ROOT, spool)
     # the image's Python, isolated (-I -S): nothing the agent left in the grader's container (a user site, a
     # usercustomize) runs in the server the graders trust; only our folder is added to its path
-    run = f"import runpy, sys; sys.path.insert(0, {REPLAY_ROOT!r}); runpy.run_module('svc.replay', run_name='__main__', alter_sys=True)"
+    run = f"import runpy, sys; sys.path.insert(0, {REPLAY_ROOT!r}); runpy.run_module('mock.replay', run_name='__main__', alter_sys=True)"
     argv = [python, "-I", "-S", "-c", run, "--audit-dir", f"{REPLAY_ROOT}/audit"]
     if hasattr(workspace, "exec_detached"):  # a pod (--kubernetes): the exec API has no detached start
         workspace.exec_detached(argv, workdir=REPLAY_ROOT)

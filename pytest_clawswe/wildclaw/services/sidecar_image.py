@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_clawswe.engine.images import build
-from pytest_clawswe.wildclaw.services import SVC_DIR
+from pytest_clawswe.wildclaw.services import MOCK_DIR
 
 IMAGE_REPO = "clawswe-wildclaw-services"
 DOCKERFILE = Path(__file__).parent / "sidecar.Dockerfile"
@@ -17,8 +17,8 @@ IMAGE_LABEL = "clawswe.wildclaw-services"
 
 def _sources() -> dict[str, Path]:
     files = {"Dockerfile": DOCKERFILE}
-    for path in sorted(SVC_DIR.glob("*.py")):
-        files[f"svc/{path.name}"] = path
+    for path in sorted(MOCK_DIR.glob("*.py")):
+        files[f"mock/{path.name}"] = path
     return files
 
 
@@ -29,7 +29,7 @@ def image_tag() -> str:
     return f"{IMAGE_REPO}:{digest.hexdigest()[:12]}"
 
 
-def ensure_image(client, progress: Callable[[str], None] = lambda line: None) -> str:
+def ensure_sidecar_image(client, progress: Callable[[str], None] = lambda line: None) -> str:
     """The sidecar image for this code, built if missing (mirrors and CA as the harness bundles get them)."""
     tag = image_tag()
     if build._image_exists(client, tag):

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from pytest_clawswe.wildclaw.services.svc import PORTS
+from pytest_clawswe.wildclaw.services.mock import PORTS
 
 _START = re.compile(
     r"""^\s*(?:export\s+(?P<var>\w+)=(?P<fixture>\S+)\s*(?:&&|;)\s*)?   # optional fixture variable

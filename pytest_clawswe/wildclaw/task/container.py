@@ -17,8 +17,8 @@ from pathlib import Path, PurePosixPath
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.errors import ItemError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, get_harness_class
-from pytest_clawswe.run.agent import run_agent
-from pytest_clawswe.wildclaw.taskfile import Task
+from pytest_clawswe.run.item.agent import run_agent
+from pytest_clawswe.wildclaw.task.file import Task
 
 WORKDIR = "/tmp_workspace"
 WARMUP_TIMEOUT_S = 600

@@ -1,6 +1,6 @@
 """`clawswe regrade RUN [--out DIR] [OPTIONS]`: grade a finished run again, without an agent, into a new folder.
 
-It runs `pytest --regrade RUN --run-dir DIR` (run/regrade.py), so a regrade is a run like any other: -k and -m select
+It runs `pytest --regrade RUN --run-dir DIR` (run/regrade/), so a regrade is a run like any other: -k and -m select
 items, -n grades several at once, the terminal summary, JUnit and the run's files are a run's, and the same command
 again resumes it (--resume DIR when DIR holds the regrade already). Options it does not know go to pytest: a
 benchmark's grading options (WildClawBench: --judge-model, --scripted-fixtures, --grade-timeout, --pass-score;

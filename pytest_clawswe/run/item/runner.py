@@ -22,11 +22,11 @@ import docker.errors
 
 from pytest_clawswe.errors import InfraError, ItemError
 from pytest_clawswe.labels import LABEL_RUN, owner_label
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 
 if TYPE_CHECKING:
     from pytest_clawswe.gateway.control.run_gateway import RunGateway
-    from pytest_clawswe.run.ahead import Ahead
+    from pytest_clawswe.run.item.made_ahead import Ahead
 
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
 
@@ -73,7 +73,7 @@ class ItemRunner:
         # the result of the attempt running now (set by _run_once): an infrastructure retry carries its usage
         self._last_result: Any = None
         # the target of the item this process runs next (the session sets it; None: the last one, or unknown),
-        # and what was made ahead for it (run/ahead.py)
+        # and what was made ahead for it (run/item/made_ahead.py)
         self.upcoming: Any = None
         self.ahead: Ahead | None = None
 
@@ -233,7 +233,7 @@ class ItemRunner:
         raise AssertionError("unreachable")
 
     # True for a regrade's runner: the gateway's record of the agents' calls comes from the run it grades, gateway
-    # or not (run/regrade.py)
+    # or not (run/regrade/)
     records_kept = False
 
     def _write_trajectories(self, work: Path, result, item_id: str) -> None:

@@ -1,7 +1,7 @@
 """Audit replay: serves `GET /<service>/audit` (and health) from a saved audit folder only, for the grader
 container, so a task can be re-graded offline. Standard library only; every POST answers 410.
 
-    python3 -m svc.replay --audit-dir DIR [--host 127.0.0.1]
+    python3 -m mock.replay --audit-dir DIR [--host 127.0.0.1]
 """
 from __future__ import annotations
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.files import load_run_info
-from pytest_clawswe.run import config as settings
 from pytest_clawswe.run.benchmark import REGRADE_KEY as KEY
 from pytest_clawswe.run.benchmark import benchmark_of, given_by_owner
-from pytest_clawswe.run.config import RunConfig
+from pytest_clawswe.run.config import RunConfig, prices_digest, run_location
+from pytest_clawswe.run.options import image_cache_option, registry_option
 
 # the core's options a regrade reads (every other option of a run describes the agents' work: RUN's)
 # (--network: the graders' network, e.g. locked where the run's internet needs root; run.json keeps the agents')
@@ -112,7 +112,7 @@ def given_settings(config: pytest.Config, src: Source) -> dict:
     model as recorded: no adapter is made), the new run's folder and id, and the grading options given."""
     info = src.info
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}"
-    run_id, run_dir = settings.run_location(config, default_id=f"{src.run_id}.regrade-{stamp}")
+    run_id, run_dir = run_location(config, default_id=f"{src.run_id}.regrade-{stamp}")
     if run_dir == src.path or src.path in run_dir.parents or run_dir in src.path.parents:
         raise pytest.UsageError(f"--run-dir {run_dir}: a regrade writes a new run folder, never into or around the run "
                                 f"it grades ({src.path}); give another folder")
@@ -122,11 +122,11 @@ def given_settings(config: pytest.Config, src: Source) -> dict:
                     mem_limit=info.get("mem_limit"), pids_limit=info.get("pids_limit"),
                     disk_limit=info.get("disk_limit"),
                     harness_options=dict(info.get("harness_options") or {}), prices_file=config.getoption("prices"),
-                    prices_sha256=settings.prices_digest(config.getoption("prices")),
+                    prices_sha256=prices_digest(config.getoption("prices")),
                     retries=int(info.get("retries") or 0),
                     cache_level=config.getoption("cache_level"),
                     gateway_shaping=str(info.get("gateway_shaping") or "auto"),
-                    image_cache=settings.image_cache_option(config), registry=settings.registry_option(config),
+                    image_cache=image_cache_option(config), registry=registry_option(config),
                     grade_provider_failures=bool(info.get("grade_provider_failures")), regrade_of=str(src.path))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_clawswe.wildclaw.taskfile import Task, TaskFileError, parse_task, suite_root, task_files
+from pytest_clawswe.wildclaw.task.file import Task, TaskFileError, parse_task, suite_root, task_files
 
 MARK = "STANDIN"  # in the workspace folder (beside exec/): this folder was generated, not downloaded
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN
-from pytest_clawswe.wildclaw import task_container as agent
+from pytest_clawswe.wildclaw.task import container
 from pytest_clawswe.wildclaw.services import plan as services
-from pytest_clawswe.wildclaw.taskfile import TaskFileError, parse_task, suite_root, task_files
+from pytest_clawswe.wildclaw.task.file import TaskFileError, parse_task, suite_root, task_files
 
 
 @dataclass
@@ -50,9 +50,9 @@ def check_task(client, path: Path, root: Path, images: tuple[str, str], harness:
     ws_dir = suite / task.workspace_path
     try:
         if not (ws_dir / "exec").is_dir():
-            raise agent.TaskSetupError(f"its workspace {ws_dir} has no exec/ folder; download the suite's workspace/ "
+            raise container.TaskSetupError(f"its workspace {ws_dir} has no exec/ folder; download the suite's workspace/ "
                                        "(or make stand-ins: clawswe wildclaw standin PATH)")
-        row.warnings = agent.missing_skills(task, suite)
+        row.warnings = container.missing_skills(task, suite)
         plan = services.plan(task, ws_dir)
         labels = {LABEL_RUN: run_label, LABEL_INSTANCE: task.id, LABEL_ROLE: "check"}
         from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
@@ -62,11 +62,11 @@ def check_task(client, path: Path, root: Path, images: tuple[str, str], harness:
                 tempfile.TemporaryDirectory(prefix="clawswe-check-") as audit:
             car = services.start(client, ws, plan, Path(audit), labels, lambda line: None)
             try:
-                agent.put_tree(ws, ws_dir / "exec", agent.WORKDIR)
+                container.put_tree(ws, ws_dir / "exec", container.WORKDIR)
                 if (ws_dir / "tmp").is_dir():
-                    agent.put_tree(ws, ws_dir / "tmp", f"{agent.WORKDIR}/tmp")
-                agent.run_warmup(ws, task, plan.warmup)
-                agent.copy_skills(ws, task, suite, harness)
+                    container.put_tree(ws, ws_dir / "tmp", f"{container.WORKDIR}/tmp")
+                container.run_warmup(ws, task, plan.warmup)
+                container.copy_skills(ws, task, suite, harness)
                 if car is not None:  # the warmup must not have broken what the agent will call
                     from pytest_clawswe.wildclaw.services.sidecar import _wait_healthy
 
@@ -75,7 +75,7 @@ def check_task(client, path: Path, root: Path, images: tuple[str, str], harness:
                 if car is not None:
                     services.stop(car)
         row.ready = True
-    except (agent.TaskSetupError, InfraError, OSError) as exc:
+    except (container.TaskSetupError, InfraError, OSError) as exc:
         row.reason = _sentence(exc, task.id)
     except Exception as exc:  # noqa: BLE001 - Docker's own errors: the row says what it was
         row.reason = _sentence(exc, task.id) or type(exc).__name__
@@ -86,14 +86,14 @@ def check_task(client, path: Path, root: Path, images: tuple[str, str], harness:
 def check_suite(client, root: Path, *, jobs: int = 2, harness: str = "openclaw", task_image: str | None = None,
                 progress=print) -> list[Row]:
     from pytest_clawswe.errors import UserError
-    from pytest_clawswe.wildclaw.task_images import ensure_images
+    from pytest_clawswe.wildclaw.task.images import ensure_images
 
     files = task_files(root)
     if not files:
         raise UserError(f"{root}: no task files (expected tasks/<category>/*.md or *.md files)")
     images = ensure_images(client, progress)
     if task_image:
-        from pytest_clawswe.wildclaw.task_images import _exists
+        from pytest_clawswe.wildclaw.task.images import _exists
 
         if not _exists(client, task_image):
             raise UserError(f"--task-image {task_image}: no such image on this Docker engine; load it first "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_clawswe.errors import ClawsweError, ItemError
-from pytest_clawswe.run.result import ERROR
+from pytest_clawswe.run.item.result import ERROR
 
 
 class BenchmarkCollector(pytest.Collector):

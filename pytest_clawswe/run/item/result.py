@@ -29,7 +29,7 @@ class ItemResult:
     cost_usd: float | None = None  # None = unknown price, never a silent 0
     failed_requests: dict = field(default_factory=dict)  # provider failures by kind, not turns
     provider_cost_usd: float | None = None  # what the provider itself billed (OpenRouter's usage.cost)
-    # a regraded item (`clawswe regrade`, run/regrade.py): the run it comes from and how it ended there
+    # a regraded item (`clawswe regrade`, run/regrade/): the run it comes from and how it ended there
     regrade: dict = field(default_factory=dict)
     node: str = ""  # the Kubernetes node its sandbox ran on (--kubernetes; "" on a Docker engine)
 

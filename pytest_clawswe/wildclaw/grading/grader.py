@@ -9,8 +9,8 @@ gateway's record, not from anything the agent wrote) and `audit/` (the mock serv
 A fresh container from the grader image gets, in this order: the task's exec/ read-only at /app (as the released
 runner mounts it), the agent's world at its paths (never the system, our paths or caches), the snapshot at
 /tmp_workspace, the task's gt/ at /tmp_workspace/gt, the transcript at the path graders read, our files under
-/clawswe (written last: nothing the agent left can be there), the audit replay; then grade_main.py runs grade() in
-the image's Python, isolated, and hands the result over on its own output, framed (see grade_main.py). When it
+/clawswe (written last: nothing the agent left can be there), the audit replay; then main.py (copied in as /clawswe/grade_main.py) runs grade() in
+the image's Python, isolated, and hands the result over on its own output, framed (see main.py). When it
 returns, the judge's token is revoked and every process of the container is stopped before the result is read.
 """
 from __future__ import annotations
@@ -24,11 +24,11 @@ from pathlib import Path
 from pytest_clawswe.engine.sandbox import world
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.errors import InfraError, ItemError
-from pytest_clawswe.wildclaw import grade_main
-from pytest_clawswe.wildclaw.task_container import WORKDIR, put_tree
-from pytest_clawswe.wildclaw.transcript import SESSION_PATH
+from pytest_clawswe.wildclaw.grading import main
+from pytest_clawswe.wildclaw.task.container import WORKDIR, put_tree
+from pytest_clawswe.wildclaw.grading.transcript import SESSION_PATH
 
-GRADE_MAIN = Path(grade_main.__file__)
+GRADE_MAIN = Path(main.__file__)
 INNER = "/clawswe"
 APP = "/app"
 GRADING_FILE = "grading.json"
@@ -93,7 +93,7 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
     env = {"OPENROUTER_API_KEY": how.token,
            "OPENROUTER_BASE_URL": openai_base_url(how.gateway_url) if how.gateway_url else "",
            "JUDGE_MODEL": how.judge_model,
-           "PATH": grade_main.CLEAN_PATH, "HOME": "/root", grade_main.GRADER_ENV: "1"}
+           "PATH": main.CLEAN_PATH, "HOME": "/root", main.GRADER_ENV: "1"}
     network = how.network if how.gateway_url else "none"
     notes: list[str] = []
     make = how.workspace_factory or partial(Workspace, how.client)
@@ -107,7 +107,7 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
             if how.revoke is not None:
                 how.revoke()  # grade() has returned (or was cut off): its token now answers nothing
             try:
-                ws.kill_all()  # nothing grade() started lives on (grade_main stopped them already; this makes sure)
+                ws.kill_all()  # nothing grade() started lives on (main.py stopped them already; this makes sure)
             except InfraError:
                 pass  # the container is removed next, with everything in it
     # read once the container is gone: no process of it is left to touch anything
@@ -150,22 +150,22 @@ def _put_inputs(ws, folder: Path, workspace: Path, notes: list[str]) -> None:
 
 
 def read_frame(output: str) -> dict | None:
-    """grade_main's one frame, or None when there is none at all; InfraError when only its end came (the stream lost
+    """main.py's one frame, or None when there is none at all; InfraError when only its end came (the stream lost
     its beginning: the engine's fault, not the grader's) or its length does not match."""
     data = output.encode("utf-8", "surrogateescape")
-    start = data.find(grade_main.START)  # the parent's first bytes; one inside its JSON cannot be followed by a newline
+    start = data.find(main.START)  # the parent's first bytes; one inside its JSON cannot be followed by a newline
     if start < 0:
-        if grade_main.END in data:
+        if main.END in data:
             raise InfraError("the grader's answer came back without its beginning (the engine's stream was cut); "
                              "an infrastructure error, not a verdict")
         return None
-    head, sep, rest = data[start + len(grade_main.START):].partition(b">>>\n")
+    head, sep, rest = data[start + len(main.START):].partition(b">>>\n")
     try:
         length = int(head)
     except ValueError:
         length = -1
     body = rest[:length] if length >= 0 else b""
-    if not sep or length < 0 or len(body) != length or not rest[length:].startswith(b"\n" + grade_main.END):
+    if not sep or length < 0 or len(body) != length or not rest[length:].startswith(b"\n" + main.END):
         raise InfraError("the grader's answer came back cut (its length or end marker does not match); an "
                          "infrastructure error, not a verdict")
     return json.loads(body)

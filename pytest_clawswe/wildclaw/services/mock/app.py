@@ -1,6 +1,6 @@
 """The live services: one process, one HTTP listener per service, every call audited.
 
-    python -m svc.server --config config.json --fixtures DIR --audit-dir DIR
+    python -m mock.app --config config.json --fixtures DIR --audit-dir DIR
 
 config.json (the task's service config): {"services": [...], "error_rate": 0.0, "error_seed": 0,
 "search_budget": null, "host": "127.0.0.1", "ports": {...}}. Fixtures: DIR/<service>.json|yaml|yml,

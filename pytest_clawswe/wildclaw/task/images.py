@@ -103,5 +103,5 @@ def check_task_image(client, image: str) -> None:
                                 "(docker load -i FILE) or leave --task-image out to use the task image built here")
 
 
-if __name__ == "__main__":  # python -m pytest_clawswe.wildclaw.task_images: build both, print tags
+if __name__ == "__main__":  # python -m pytest_clawswe.wildclaw.task.images: build both, print tags
     print(ensure_images(docker.from_env()))
