@@ -125,3 +125,23 @@ def test_the_layer_check_finds_what_it_looks_for(tmp_path):
     assert placeless == ["pytest_clawswe.elsewhere", "pytest_clawswe.elsewhere.z"]
     assert [name for name, _ in LAYERS] == ["doors", "benchmarks", "report", "run", "trajectory", "harness", "gateway",
                                             "engine", "vocabulary"]
+
+
+MAX_MODULES_PER_FOLDER = 15  # issue 33: a folder a newcomer takes in at a glance; more is a subpackage by job
+
+
+def folders_over(root: Path, limit: int) -> list[tuple[str, int]]:
+    counts = ((folder, len(list(folder.glob("*.py")))) for folder in [root, *root.rglob("*")] if folder.is_dir())
+    return sorted((folder.relative_to(root.parent).as_posix(), n) for folder, n in counts if n > limit)
+
+
+def test_no_folder_over_15_modules():
+    assert folders_over(ROOT / "pytest_clawswe", MAX_MODULES_PER_FOLDER) == [], "group these into subpackages by job"
+
+
+def test_a_crowded_folder_is_found(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for n in range(MAX_MODULES_PER_FOLDER + 1):
+        (tmp_path / "pkg" / "sub" / f"m{n}.py").write_text("")
+    (tmp_path / "pkg" / "one.py").write_text("")
+    assert folders_over(tmp_path / "pkg", MAX_MODULES_PER_FOLDER) == [("pkg/sub", MAX_MODULES_PER_FOLDER + 1)]
