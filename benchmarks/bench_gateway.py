@@ -715,19 +715,25 @@ def write_recording_markdown(result: dict, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_load_arguments(parser: argparse.ArgumentParser, out: Path) -> None:
+    """The arguments of a load run on the two stubs, shared with bench_recording.py: how long on each stub, the
+    note on the machine, where the results go, and rewriting the Markdown alone."""
     parser.add_argument("--seconds", type=float, default=3.0, help="per run with the zero-delay stub")
     parser.add_argument("--seconds-real", type=float, default=6.0, help="per run with the realistic stub")
+    parser.add_argument("--note", default="", help="what else ran on the machine (written with the results)")
+    parser.add_argument("--out", default=str(out))
+    parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .json, no run")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_load_arguments(parser, RESULTS / "gateway_load.json")
     parser.add_argument("--concurrency", default="1,3,30,300")
     parser.add_argument("--stubs", default="zero,real")
     parser.add_argument("--targets", default="none,gateway,litellm", help="which of none, gateway, litellm")
     parser.add_argument("--workers", type=int, default=None, help="gateway worker processes (default: its own)")
     parser.add_argument("--litellm-bin", default="", help="the litellm command (e.g. in its own venv); empty: skip")
     parser.add_argument("--litellm-max-concurrency", type=int, default=300)
-    parser.add_argument("--note", default="", help="what else ran on the machine (written with the results)")
-    parser.add_argument("--out", default=str(RESULTS / "gateway_load.json"))
-    parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .json, no run")
     parser.add_argument("--recording-ab", action="store_true",
                         help="only compare recording on and off (gateway/record/calls.py); needs no wrk or nginx")
     parser.add_argument("--record-kb", type=int, default=40, help="--recording-ab: the conversation's size")
