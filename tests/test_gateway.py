@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import os
 import re
 import socket
 import stat
@@ -30,6 +29,7 @@ from pytest_clawswe.gateway.upstream.providers import resolve  # noqa: E402
 from pytest_clawswe.harness.gateway_urls import anthropic_base_url, openai_base_url
 from pytest_clawswe.model import Model  # noqa: E402
 from pytest_clawswe.usage import Usage  # noqa: E402
+from gateway_stub import gateway_with_env  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -195,20 +195,14 @@ def _closed_port() -> int:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory, stub):
-    old = os.environ.get(KEY_ENV)
-    os.environ[KEY_ENV] = DUMMY_KEY  # the gateway process inherits it, like a user's exported key
     upstreams = [Upstream("stub", stub.url + "/v1", KEY_ENV),
                  Upstream("stubant", stub.url + "/v1", KEY_ENV, "x-api-key"),
                  Upstream("down", f"http://127.0.0.1:{_closed_port()}/v1", KEY_ENV),
                  Upstream("nokey", stub.url + "/v1", MISSING_KEY_ENV)]
-    os.environ.pop(MISSING_KEY_ENV, None)
-    gw = GatewayProcess.start(tmp_path_factory.mktemp("gateway"), upstreams)
-    yield gw
-    gw.stop()
-    if old is None:
-        os.environ.pop(KEY_ENV, None)
-    else:
-        os.environ[KEY_ENV] = old
+    # the gateway process inherits the key, like a user's exported key
+    with gateway_with_env(tmp_path_factory.mktemp("gateway"), upstreams,
+                          {KEY_ENV: DUMMY_KEY, MISSING_KEY_ENV: None}) as gw:
+        yield gw
 
 
 def register(gw, instance_id, model, scripted=None) -> str:
