@@ -414,6 +414,22 @@ def missing_tools() -> str:
     return ", ".join(missing)
 
 
+def refuse_missing_tools(script: str) -> bool:
+    """True, with one sentence on stderr, when wrk or nginx with its echo module is missing."""
+    missing = missing_tools()
+    if missing:
+        print(f"{script} needs wrk and nginx with its echo module (Debian: apt-get install wrk nginx-light); "
+              f"not found: {missing}.", file=sys.stderr)
+    return bool(missing)
+
+
+def write_results(result: dict, out: Path, markdown) -> None:
+    """The results as JSON at `out`, and as Markdown beside it (`markdown(result, path)` writes it)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    markdown(result, out.with_suffix(".md"))
+
+
 def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, seconds: float, tmp: Path) -> dict:
     ramp_ms = 1000 if stub_kind == "real" else 0
     url, model = target.url(stub_kind, stream), target.model(stub_kind, stream)
@@ -744,25 +760,16 @@ def main() -> int:
     if args.recording_ab:
         args.record_concurrency = [int(c) for c in args.record_concurrency.split(",")]
         result = recording_ab(args)
-        out = RESULTS / "gateway_recording.json"
-        out.write_text(json.dumps(result, indent=1) + "\n")
-        write_recording_markdown(result, out.with_suffix(".md"))
+        write_results(result, RESULTS / "gateway_recording.json", write_recording_markdown)
         return 0
     if args.markdown_only:
         write_markdown(json.loads(Path(args.out).read_text()), Path(args.out).with_suffix(".md"))
         return 0
-    missing = missing_tools()
-    if missing:
-        print(f"bench_gateway needs wrk and nginx with its echo module (Debian: apt-get install wrk "
-              f"nginx-light); not found: {missing}.", file=sys.stderr)
+    if refuse_missing_tools("bench_gateway"):
         return 2
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.stubs = args.stubs.split(",")
-    result = run_grid(args)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    write_markdown(result, out.with_suffix(".md"))
+    write_results(run_grid(args), Path(args.out), write_markdown)
     return 0
 
 

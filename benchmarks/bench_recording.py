@@ -345,10 +345,7 @@ def main() -> int:
     if args.markdown_only:
         write_markdown(json.loads(out.read_text()), out.with_suffix(".md"))
         return 0
-    missing = bg.missing_tools() if args.gateway else ""
-    if missing:
-        print(f"bench_recording needs wrk and nginx with its echo module (Debian: apt-get install wrk "
-              f"nginx-light); not found: {missing}.", file=sys.stderr)
+    if args.gateway and bg.refuse_missing_tools("bench_recording"):
         return 2
     started = time.monotonic()
     writer = writer_cost(args) if args.writer_rounds else []
@@ -360,9 +357,7 @@ def main() -> int:
                                                              if w["code"] == code and w["stream"] == stream])
         for code in ("before", "now") for stream in (False, True) if any(w["code"] == code for w in writer)}
     result["machine"]["wall_s"] = round(time.monotonic() - started)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    write_markdown(result, out.with_suffix(".md"))
+    bg.write_results(result, out, write_markdown)
     return 0
 
 
