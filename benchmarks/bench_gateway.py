@@ -414,6 +414,22 @@ def missing_tools() -> str:
     return ", ".join(missing)
 
 
+def refuse_missing_tools(script: str) -> bool:
+    """True, with one sentence on stderr, when wrk or nginx with its echo module is missing."""
+    missing = missing_tools()
+    if missing:
+        print(f"{script} needs wrk and nginx with its echo module (Debian: apt-get install wrk nginx-light); "
+              f"not found: {missing}.", file=sys.stderr)
+    return bool(missing)
+
+
+def write_results(result: dict, out: Path, markdown) -> None:
+    """The results as JSON at `out`, and as Markdown beside it (`markdown(result, path)` writes it)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    markdown(result, out.with_suffix(".md"))
+
+
 def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, seconds: float, tmp: Path) -> dict:
     ramp_ms = 1000 if stub_kind == "real" else 0
     url, model = target.url(stub_kind, stream), target.model(stub_kind, stream)
@@ -715,19 +731,25 @@ def write_recording_markdown(result: dict, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_load_arguments(parser: argparse.ArgumentParser, out: Path) -> None:
+    """The arguments of a load run on the two stubs, shared with bench_recording.py: how long on each stub, the
+    note on the machine, where the results go, and rewriting the Markdown alone."""
     parser.add_argument("--seconds", type=float, default=3.0, help="per run with the zero-delay stub")
     parser.add_argument("--seconds-real", type=float, default=6.0, help="per run with the realistic stub")
+    parser.add_argument("--note", default="", help="what else ran on the machine (written with the results)")
+    parser.add_argument("--out", default=str(out))
+    parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .json, no run")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_load_arguments(parser, RESULTS / "gateway_load.json")
     parser.add_argument("--concurrency", default="1,3,30,300")
     parser.add_argument("--stubs", default="zero,real")
     parser.add_argument("--targets", default="none,gateway,litellm", help="which of none, gateway, litellm")
     parser.add_argument("--workers", type=int, default=None, help="gateway worker processes (default: its own)")
     parser.add_argument("--litellm-bin", default="", help="the litellm command (e.g. in its own venv); empty: skip")
     parser.add_argument("--litellm-max-concurrency", type=int, default=300)
-    parser.add_argument("--note", default="", help="what else ran on the machine (written with the results)")
-    parser.add_argument("--out", default=str(RESULTS / "gateway_load.json"))
-    parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .json, no run")
     parser.add_argument("--recording-ab", action="store_true",
                         help="only compare recording on and off (gateway/record/calls.py); needs no wrk or nginx")
     parser.add_argument("--record-kb", type=int, default=40, help="--recording-ab: the conversation's size")
@@ -738,25 +760,16 @@ def main() -> int:
     if args.recording_ab:
         args.record_concurrency = [int(c) for c in args.record_concurrency.split(",")]
         result = recording_ab(args)
-        out = RESULTS / "gateway_recording.json"
-        out.write_text(json.dumps(result, indent=1) + "\n")
-        write_recording_markdown(result, out.with_suffix(".md"))
+        write_results(result, RESULTS / "gateway_recording.json", write_recording_markdown)
         return 0
     if args.markdown_only:
         write_markdown(json.loads(Path(args.out).read_text()), Path(args.out).with_suffix(".md"))
         return 0
-    missing = missing_tools()
-    if missing:
-        print(f"bench_gateway needs wrk and nginx with its echo module (Debian: apt-get install wrk "
-              f"nginx-light); not found: {missing}.", file=sys.stderr)
+    if refuse_missing_tools("bench_gateway"):
         return 2
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.stubs = args.stubs.split(",")
-    result = run_grid(args)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    write_markdown(result, out.with_suffix(".md"))
+    write_results(run_grid(args), Path(args.out), write_markdown)
     return 0
 
 

@@ -332,13 +332,9 @@ def main() -> int:
     parser.add_argument("--before", default="", help="a git ref whose package is measured beside this checkout")
     parser.add_argument("--rounds", type=int, default=5, help="rounds on the zero-delay stub")
     parser.add_argument("--real-rounds", type=int, default=3, help="rounds on the realistic stub")
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--seconds-real", type=float, default=6.0)
+    bg.add_load_arguments(parser, OUT)
     parser.add_argument("--concurrency", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--note", default="", help="what else ran on the machine (written with the results)")
-    parser.add_argument("--out", default=str(OUT))
-    parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .json, no run")
     parser.add_argument("--writer-calls", type=int, default=1500, help="calls fed to the writer process alone")
     parser.add_argument("--writer-rounds", type=int, default=1, help="0: the writer process is not measured alone")
     parser.add_argument("--writer-run", type=int, default=750, help="calls per set of agents' tokens")
@@ -349,10 +345,7 @@ def main() -> int:
     if args.markdown_only:
         write_markdown(json.loads(out.read_text()), out.with_suffix(".md"))
         return 0
-    missing = bg.missing_tools() if args.gateway else ""
-    if missing:
-        print(f"bench_recording needs wrk and nginx with its echo module (Debian: apt-get install wrk "
-              f"nginx-light); not found: {missing}.", file=sys.stderr)
+    if args.gateway and bg.refuse_missing_tools("bench_recording"):
         return 2
     started = time.monotonic()
     writer = writer_cost(args) if args.writer_rounds else []
@@ -364,9 +357,7 @@ def main() -> int:
                                                              if w["code"] == code and w["stream"] == stream])
         for code in ("before", "now") for stream in (False, True) if any(w["code"] == code for w in writer)}
     result["machine"]["wall_s"] = round(time.monotonic() - started)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    write_markdown(result, out.with_suffix(".md"))
+    bg.write_results(result, out, write_markdown)
     return 0
 
 

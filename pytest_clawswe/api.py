@@ -13,6 +13,8 @@ tests/test_third_benchmark.py) is a package with two entry points: its pytest pl
     ItemRunner           the run-once template (item folder, resume, retries) around the benchmark's run_phases
     ItemResult           what every item's result holds (outcome, error, finish reason, timings, usage, cost)
     RunConfig            the run's checked options, as the runner gets them (`run_session.cfg`); frozen
+    Model                `cfg.model`: --model parsed once (spec as written, provider, upstream_name, is_scripted,
+                         scripted_mode); files and a harness's own config take `cfg.model.spec`
     Option, add_options  the benchmark's own options as a table of rows (flag, help, where it is read): the
                          Benchmark names it (`declared_options`: another benchmark's run refuses them), its
                          plugin's pytest_addoption adds it (`add_options(parser, "clawswe-NAME", title, TABLE)`)
@@ -41,6 +43,7 @@ from pytest_clawswe.engine.workspace import BaseWorkspace, ExecResult
 from pytest_clawswe.errors import ClawsweError, HarnessError, InfraError, ItemError, UserError, Verdict
 from pytest_clawswe.files import write_atomic
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness, HarnessOptions, get_harness_class
+from pytest_clawswe.model import Model
 from pytest_clawswe.run.item.agent import run_agent
 from pytest_clawswe.run.benchmark import Benchmark
 from pytest_clawswe.run.options import Option, add_options
@@ -52,6 +55,6 @@ from pytest_clawswe.run.item.result import ItemResult
 __all__ = [
     "AgentContext", "AgentRun", "BaseWorkspace", "Benchmark", "BenchmarkCollector", "BenchmarkItem", "ClawsweError",
     "ExecResult", "Harness", "HarnessError", "HarnessOptions", "InfraError", "ItemError", "ItemResult", "ItemRunner",
-    "Option", "RunConfig", "UserError", "Verdict", "Workspace", "add_options", "get_harness_class", "progress",
+    "Model", "Option", "RunConfig", "UserError", "Verdict", "Workspace", "add_options", "get_harness_class", "progress",
     "run_agent", "write_atomic",
 ]

@@ -23,11 +23,12 @@ import yaml
 from genai_prices.data_snapshot import find_provider_by_id, get_snapshot
 
 from pytest_clawswe.errors import UserError
+from pytest_clawswe.model import SCRIPTED
 from pytest_clawswe.usage import Usage
 
 PER = 1_000_000  # override prices are per million tokens, as providers publish them
 # providers that are stand-ins served by the gateway itself: known to cost nothing
-FREE_PROVIDERS = ("scripted",)
+FREE_PROVIDERS = (SCRIPTED,)
 PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 
 

@@ -21,7 +21,17 @@ def apply_gold(ctx):
 LIST_PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
 
 
-class HangHarness(Harness):
+class ListsProcessesOnBackup:
+    """Put first in a harness's bases: its own session backup, plus processes.txt, the processes left in the
+    container when the session is backed up (after a budget cut: none may be left)."""
+
+    def backup_session(self, ctx, dest) -> None:
+        super().backup_session(ctx, dest)  # type: ignore[misc]
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "processes.txt").write_text(ctx.workspace.exec(["sh", "-c", LIST_PROCESSES]).stdout)
+
+
+class HangHarness(ListsProcessesOnBackup, Harness):
     """Applies the gold patch, then never finishes: forks, detaches a session, and sleeps."""
 
     name = "hang"
@@ -31,10 +41,6 @@ class HangHarness(Harness):
         apply_gold(ctx)
         result = ctx.workspace.exec("sleep 1001 & (setsid sleep 1002 &); sleep 1003", timeout=ctx.budget_s)
         return AgentRun("timeout" if result.timed_out else "stop", result.output)
-
-    def backup_session(self, ctx, dest):
-        dest.mkdir(parents=True, exist_ok=True)
-        (dest / "processes.txt").write_text(ctx.workspace.exec(["sh", "-c", LIST_PROCESSES]).stdout)
 
 
 class FlakyHarness(Harness):

@@ -5,10 +5,56 @@ flushed on its own (so one event may be sent in pieces), optionally as (events, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
+
+
+class ProviderStandIn:
+    """A provider for whole runs on a Stub: a subclass answers the model calls (`_answer_call(path, body,
+    headers)`, the Stub's answer forms); Anthropic's token count is answered here, alike for all."""
+
+    def __init__(self) -> None:
+        self.stub = Stub(self._answer)
+
+    @property
+    def url(self) -> str:
+        return self.stub.url
+
+    def __enter__(self):
+        self.stub.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stub.__exit__(*exc)
+
+    def _answer(self, path, body, headers):
+        if path.endswith("/count_tokens"):
+            return 200, "application/json", b'{"input_tokens": 100}'
+        return self._answer_call(path, body, headers)
+
+    def _answer_call(self, path, body, headers):
+        raise NotImplementedError
+
+
+@contextlib.contextmanager
+def gateway_with_env(state_dir: Path, upstreams: list, env: dict[str, str | None], **start):
+    """A gateway process started with `env` in its environment (a variable None: not there), as the tests'
+    module-scoped `gateway` fixtures want it; stopped, and the test process's environment put back, at the end."""
+    from pytest_clawswe.gateway import GatewayProcess
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            if value is None:
+                patch.delenv(name, raising=False)
+            else:
+                patch.setenv(name, value)
+        with GatewayProcess.start(state_dir, upstreams, **start) as gw:
+            yield gw
 
 
 class _Handler(BaseHTTPRequestHandler):

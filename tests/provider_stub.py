@@ -20,7 +20,7 @@ from pytest_clawswe.gateway.scripted.model import ScriptedModel
 from pytest_clawswe.usage import Usage
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gateway_stub import Stub  # noqa: E402
+from gateway_stub import ProviderStandIn  # noqa: E402
 
 FIXED_USAGE = Usage(1, input_tokens=1000, output_tokens=0)  # $0.01 per call at 10 USD per million input tokens
 PROVIDER_COST = 0.0123  # what the stub says each call cost, as OpenRouter does (deliberately not ours)
@@ -30,29 +30,16 @@ ERRORS = {
 }
 
 
-class ProviderStub:
+class ProviderStub(ProviderStandIn):
     def __init__(self, rows: list[dict]) -> None:
+        super().__init__()
         self.rows = rows  # dataset rows: problem_statement and gold patch of each instance
         self.mode = "ok"
         self.leak: tuple[str, str] | None = None  # (key, split): "ok" answers then echo the key (leak_reply_events)
         self.calls = 0  # model calls answered (count_tokens excluded)
         self._lock = threading.Lock()
-        self.stub = Stub(self._answer)
 
-    @property
-    def url(self) -> str:
-        return self.stub.url
-
-    def __enter__(self) -> "ProviderStub":
-        self.stub.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stub.__exit__(*exc)
-
-    def _answer(self, path, body, headers):
-        if path.endswith("/count_tokens"):
-            return 200, "application/json", b'{"input_tokens": 100}'
+    def _answer_call(self, path, body, headers):
         with self._lock:
             self.calls += 1
             number = self.calls

@@ -16,36 +16,23 @@ from pytest_clawswe.gateway.scripted.fixtures import SolutionModel
 from pytest_clawswe.usage import Usage
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gateway_stub import Stub  # noqa: E402
+from gateway_stub import ProviderStandIn  # noqa: E402
 
 USAGE = Usage(1, input_tokens=1000, output_tokens=50)
 PATHS = {"/chat/completions": CHAT, "/responses": RESPONSES, "/messages": MESSAGES}
 
 
-class StreamingProvider:
+class StreamingProvider(ProviderStandIn):
     def __init__(self, solution: str, workdir: str = "/tmp_workspace") -> None:
+        super().__init__()
         self.model = SolutionModel("gold", solution, workdir)
-        self.stub = Stub(self._answer)
-
-    @property
-    def url(self) -> str:
-        return self.stub.url
 
     @property
     def seen(self) -> list[dict]:
         """Every request received: path, headers, JSON body."""
         return self.stub.seen
 
-    def __enter__(self) -> "StreamingProvider":
-        self.stub.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stub.__exit__(*exc)
-
-    def _answer(self, path, body, headers):
-        if path.endswith("/count_tokens"):
-            return 200, "application/json", b'{"input_tokens": 100}'
+    def _answer_call(self, path, body, headers):
         wire = next((p for suffix, p in PATHS.items() if path.split("?")[0].endswith(suffix)), None)
         if wire is None:
             return 404, "application/json", json.dumps({"error": {"message": f"no endpoint {path}"}}).encode()

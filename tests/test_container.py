@@ -72,7 +72,7 @@ def test_agents_of_one_run_cannot_reach_each_other_but_reach_the_gateway(docker_
     create_locked_network(docker_client, network, labels)
     gateway = agents = None
     try:
-        gateway = start_for_run(tmp_path / "gateway", "scripted/noop", docker_client, network)
+        gateway = start_for_run(tmp_path / "gateway", docker_client, network)
         assert hostguard.guard(docker_client, network, int(gateway.url.rsplit(":", 1)[1].split("/")[0]),
                                run_id) is None
         agents = [Workspace(docker_client, python_demo.image, labels=labels, network=network).start()

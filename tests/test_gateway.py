@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import os
 import re
 import socket
 import stat
@@ -28,7 +27,9 @@ import pytest
 from pytest_clawswe.gateway import GatewayClient, GatewayError, GatewayProcess, Upstream, check_upstream, read_usage
 from pytest_clawswe.gateway.upstream.providers import resolve  # noqa: E402
 from pytest_clawswe.harness.gateway_urls import anthropic_base_url, openai_base_url
+from pytest_clawswe.model import Model  # noqa: E402
 from pytest_clawswe.usage import Usage  # noqa: E402
+from gateway_stub import gateway_with_env  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -194,20 +195,14 @@ def _closed_port() -> int:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory, stub):
-    old = os.environ.get(KEY_ENV)
-    os.environ[KEY_ENV] = DUMMY_KEY  # the gateway process inherits it, like a user's exported key
     upstreams = [Upstream("stub", stub.url + "/v1", KEY_ENV),
                  Upstream("stubant", stub.url + "/v1", KEY_ENV, "x-api-key"),
                  Upstream("down", f"http://127.0.0.1:{_closed_port()}/v1", KEY_ENV),
                  Upstream("nokey", stub.url + "/v1", MISSING_KEY_ENV)]
-    os.environ.pop(MISSING_KEY_ENV, None)
-    gw = GatewayProcess.start(tmp_path_factory.mktemp("gateway"), upstreams)
-    yield gw
-    gw.stop()
-    if old is None:
-        os.environ.pop(KEY_ENV, None)
-    else:
-        os.environ[KEY_ENV] = old
+    # the gateway process inherits the key, like a user's exported key
+    with gateway_with_env(tmp_path_factory.mktemp("gateway"), upstreams,
+                          {KEY_ENV: DUMMY_KEY, MISSING_KEY_ENV: None}) as gw:
+        yield gw
 
 
 def register(gw, instance_id, model, scripted=None) -> str:
@@ -617,22 +612,22 @@ def test_concurrent_instances_are_counted_apart(gateway):
 def test_check_upstream_names_the_missing_key(monkeypatch):
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     with pytest.raises(ValueError) as info:
-        check_upstream("openrouter/z-ai/glm-5.1")
+        check_upstream(Model.parse("openrouter/z-ai/glm-5.1"))
     message = str(info.value)
     assert "OPENROUTER_API_KEY" in message and message.endswith(".") and "\n" not in message
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-dummy")
-    check_upstream("openrouter/z-ai/glm-5.1")
-    check_upstream("z-ai/glm-5.1")  # no known prefix: OpenRouter too
-    assert resolve("z-ai/glm-5.1")[1] == "z-ai/glm-5.1" and resolve("openrouter/z-ai/glm-5.1")[1] == "z-ai/glm-5.1"
+    check_upstream(Model.parse("openrouter/z-ai/glm-5.1"))
+    check_upstream(Model.parse("z-ai/glm-5.1"))  # no known prefix: OpenRouter too
+    assert resolve(Model.parse("z-ai/glm-5.1")).name == resolve(Model.parse("openrouter/z-ai/glm-5.1")).name
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
-        check_upstream("anthropic/claude-x")
+        check_upstream(Model.parse("anthropic/claude-x"))
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    assert resolve("openai/gpt-x")[0].base_url == "http://127.0.0.1:9/v1"
-    check_upstream("scripted/gold")
-    check_upstream("scripted/noop")
-    with pytest.raises(ValueError, match="scripted/gold"):
-        check_upstream("scripted/perfect")
+    assert resolve(Model.parse("openai/gpt-x")).base_url == "http://127.0.0.1:9/v1"
+    check_upstream(Model.parse("scripted/gold"))
+    check_upstream(Model.parse("scripted/noop"))
+    with pytest.raises(ValueError, match="scripted/gold"):  # the name is checked where it is parsed
+        Model.parse("scripted/perfect")
     up = Upstream.from_spec("local=http://127.0.0.1:8000/v1,LOCAL_KEY,x-api-key")
     assert (up.name, up.base_url, up.key_env, up.auth) == ("local", "http://127.0.0.1:8000/v1", "LOCAL_KEY",
                                                            "x-api-key")

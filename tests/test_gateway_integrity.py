@@ -5,17 +5,16 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.gateway import GatewayProcess, Upstream
+from pytest_clawswe.gateway import Upstream
 from pytest_clawswe.gateway.upstream.redact import key_forms
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gateway_stub import Stub, chat_answer, rss, sse, storm  # noqa: E402
+from gateway_stub import Stub, chat_answer, gateway_with_env, rss, sse, storm  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -79,19 +78,11 @@ def stub():
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory, stub):
-    saved = {k: os.environ.get(k) for k in (KEY_ENV, "CLAWSWE_GATEWAY_MAX_BODY_MB", "CLAWSWE_GATEWAY_INFLIGHT_MB")}
-    os.environ.update({KEY_ENV: KEY, "CLAWSWE_GATEWAY_MAX_BODY_MB": str(LIMIT_MB),
-                       "CLAWSWE_GATEWAY_INFLIGHT_MB": str(INFLIGHT_MB)})
+    env = {KEY_ENV: KEY, "CLAWSWE_GATEWAY_MAX_BODY_MB": str(LIMIT_MB), "CLAWSWE_GATEWAY_INFLIGHT_MB": str(INFLIGHT_MB)}
     upstreams = [Upstream("stub", stub.url + "/v1", KEY_ENV), Upstream("down", "http://127.0.0.1:9/v1", KEY_ENV)]
     # one process: the memory bounds tested here are per worker process (RSS of one pid)
-    gw = GatewayProcess.start(tmp_path_factory.mktemp("gateway"), upstreams, workers=1)
-    yield gw
-    gw.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with gateway_with_env(tmp_path_factory.mktemp("gateway"), upstreams, env, workers=1) as gw:
+        yield gw
 
 
 def _hostport(gw) -> tuple[str, int]:

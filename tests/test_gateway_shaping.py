@@ -3,19 +3,18 @@ records the request it receives (a real gateway process, the official OpenAI SDK
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import openai
 import pytest
 
-from pytest_clawswe.gateway import GatewayProcess, Upstream
+from pytest_clawswe.gateway import Upstream
 from pytest_clawswe.gateway.upstream.shaping import NAMES, ZEROCLAW_TOOLS, describe
 from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gateway_stub import Stub, chat_answer, sse  # noqa: E402
+from gateway_stub import Stub, chat_answer, gateway_with_env, sse  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,16 +53,10 @@ def stub():
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory, stub):
-    old = os.environ.get(KEY_ENV)
-    os.environ[KEY_ENV] = "sk-shaping-test-key-0123456789"
     upstreams = [Upstream(name, stub.url + "/v1", KEY_ENV) for name in ("dashscope", "deepseek", "plain")]
-    gw = GatewayProcess.start(tmp_path_factory.mktemp("gateway"), upstreams)
-    yield gw
-    gw.stop()
-    if old is None:
-        os.environ.pop(KEY_ENV, None)
-    else:
-        os.environ[KEY_ENV] = old
+    with gateway_with_env(tmp_path_factory.mktemp("gateway"), upstreams,
+                          {KEY_ENV: "sk-shaping-test-key-0123456789"}) as gw:
+        yield gw
 
 
 def client_for(gw, instance, model, harness="", shaping=None):

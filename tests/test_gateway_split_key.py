@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import os
 import re
 import sys
 import time
@@ -18,13 +17,13 @@ import anthropic
 import openai
 import pytest
 
-from pytest_clawswe.gateway import GatewayProcess, Upstream
+from pytest_clawswe.gateway import Upstream
 from pytest_clawswe.gateway.record.calls import read_calls
 from pytest_clawswe.harness.gateway_urls import anthropic_base_url, openai_base_url
 from pytest_clawswe.trajectory import atif
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gateway_stub import Stub  # noqa: E402
+from gateway_stub import Stub, gateway_with_env  # noqa: E402
 from provider_stub import KEY_FORMS, SPLITS, leak_events  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -48,19 +47,10 @@ def _answer(path, body, headers):
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    saved = os.environ.get(KEY_ENV)
-    os.environ[KEY_ENV] = KEY
-    with Stub(_answer) as stub:
-        gw = GatewayProcess.start(tmp_path_factory.mktemp("gateway"), [Upstream("stub", stub.url + "/v1", KEY_ENV)],
-                                  workers=1)
-        try:
-            yield gw
-        finally:
-            gw.stop()
-            if saved is None:
-                os.environ.pop(KEY_ENV, None)
-            else:
-                os.environ[KEY_ENV] = saved
+    with Stub(_answer) as stub, gateway_with_env(tmp_path_factory.mktemp("gateway"),
+                                                 [Upstream("stub", stub.url + "/v1", KEY_ENV)], {KEY_ENV: KEY},
+                                                 workers=1) as gw:
+        yield gw
 
 
 def leaks(text: str) -> list[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from chromium_run import run_in_chromium
 from harbor_venv import harbor_command, harbor_python  # noqa: F401 (harbor_python: a fixture)
 from test_harbor_export import _harbor_reads
 from test_wildclaw_run import DEMO_IDS, REAL_KEY, bundle
@@ -179,22 +179,8 @@ def test_harbor_view_serves_each_trials_reward_timing_and_trajectory(exported, v
 def _chromium(docker_client, base: str, pages: dict, shots: Path) -> dict:
     """The pages in Debian's Chromium (the WildClawBench task image, on the host's network to reach the viewer on
     127.0.0.1); what it saw, and screenshots in `shots`."""
-    from pytest_clawswe.wildclaw.task.images import ensure_images
-
-    image = ensure_images(docker_client, progress=lambda line: None)[0]
-    shots.mkdir(parents=True)
-    shutil.copy(Path(__file__).with_name("chromium_harbor.py"), shots)
-    container = docker_client.containers.run(image, ["python3", "/shots/chromium_harbor.py", base, "/shots",
-                                                     json.dumps(pages)],
-                                             volumes={str(shots): {"bind": "/shots", "mode": "rw"}},
-                                             network_mode="host", detach=True, labels={"clawswe.test": "harbor-view"})
-    try:
-        status = container.wait(timeout=900)
-        logs = container.logs().decode(errors="replace")
-    finally:
-        container.remove(force=True)
-    assert status["StatusCode"] == 0, logs[-3000:]
-    seen = json.loads((shots / "seen.json").read_text())
+    seen = run_in_chromium(docker_client, "chromium_harbor.py", shots, [base, "/shots", json.dumps(pages)], "host",
+                           "harbor-view", timeout=900)
     assert seen["failed"] == {}, (seen["failed"], {k: v[:1500] for k, v in seen["pages"].items()})
     for name in pages:
         assert (shots / f"{name}.png").stat().st_size > 10_000

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_clawswe.harness.adapters.openclaw import OpenClawHarness
+
+sys.path.insert(0, str(Path(__file__).parent))  # loaded by path too (--harness FILE:Class)
+from fake_harnesses import ListsProcessesOnBackup  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
@@ -33,18 +37,12 @@ TRANSCRIPTS = {  # where each harness's transcript lands in the session backup
     "codex": "codex/sessions/*/*/*/rollout-*.jsonl",
     "claude-code": "claude-code/config/projects/*/*.jsonl",
 }
-LIST_PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
 
 
-class ProcessListingOpenClaw(OpenClawHarness):
+class ProcessListingOpenClaw(ListsProcessesOnBackup, OpenClawHarness):
     """openclaw, plus a list of the processes left in the container when the session is backed up."""
 
     name = "openclaw"
-
-    def backup_session(self, ctx, dest: Path) -> None:
-        super().backup_session(ctx, dest)
-        dest.mkdir(parents=True, exist_ok=True)
-        (dest / "processes.txt").write_text(ctx.workspace.exec(["sh", "-c", LIST_PROCESSES]).stdout)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ is set in the run's environment and must appear nowhere in the run directory.
 """
 import json
 import re
+import sys
 import types
 from pathlib import Path
 
@@ -16,6 +17,9 @@ import pytest
 from pytest_clawswe.gateway.record.ledger import read_records, usage_of
 from pytest_clawswe.harness.adapter import HarnessError
 from pytest_clawswe.harness.adapters.hermes import HermesHarness
+
+sys.path.insert(0, str(Path(__file__).parent))  # loaded by path too (--harness FILE:Class)
+from fake_harnesses import ListsProcessesOnBackup  # noqa: E402
 
 FAKE_KEY = "sk-or-REAL-KEY-MUST-NOT-LEAK"
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -28,18 +32,12 @@ SESSION_FILES = {
     "generic": ["generic/temp/model_responses_*.txt", "generic/mykey.py"],
 }
 NANOBOT_TEMPLATES = ("AGENTS.md", "SOUL.md", "USER.md", "HEARTBEAT.md", "memory", "prompts", ".nanobot")
-LIST_PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
 
 
-class ProcessListingHermes(HermesHarness):
+class ProcessListingHermes(ListsProcessesOnBackup, HermesHarness):
     """hermes, plus the processes left in the container when the session is backed up (after a budget cut)."""
 
     name = "hermes"
-
-    def backup_session(self, ctx, dest: Path) -> None:
-        super().backup_session(ctx, dest)
-        dest.mkdir(parents=True, exist_ok=True)
-        (dest / "processes.txt").write_text(ctx.workspace.exec(["sh", "-c", LIST_PROCESSES]).stdout)
 
 
 # ---------------------------------------------------------------------------------------- fast tests

@@ -12,6 +12,7 @@ from kube_cluster import kube_cluster_fixture  # noqa: F401  (the kube_cluster f
 from pytest_clawswe.engine.kube import lock, namespace
 from pytest_clawswe.errors import UserError
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN
+from pytest_clawswe.model import Model
 
 pytestmark = [pytest.mark.docker, pytest.mark.kubernetes]
 IMAGE = "debian:bookworm-slim"
@@ -45,7 +46,7 @@ def run(kube_cluster, docker_client, tmp_path_factory):
 
 def test_a_locked_pod_reaches_the_gateway_and_nothing_else(run, kube_cluster):
     seen = lock.probe(run["cluster"], run["ns"], run["run_id"], run["image"], run["host"], run["port"],
-                      run["gateway"].client(), "scripted/gold", network="locked")
+                      run["gateway"].client(), Model.parse("scripted/gold"), network="locked")
     assert sorted(seen) == sorted(kube_cluster.nodes)  # one probe per node
     for node, found in seen.items():
         assert found == {"gateway": "open", "canary": "closed", "api": "closed", "address": "own"}, node
@@ -78,7 +79,7 @@ def test_a_cluster_that_does_not_enforce_the_policies_is_refused(run):
         time.sleep(2)  # the enforcer reads the policies every half second
         with pytest.raises(UserError, match="does not enforce the run's NetworkPolicy"):
             lock.probe(run["cluster"], run["ns"], run["run_id"], run["image"], run["host"], run["port"],
-                       run["gateway"].client(), "scripted/gold", network="locked")
+                       run["gateway"].client(), Model.parse("scripted/gold"), network="locked")
     finally:
         lock.apply_policies(run["cluster"], run["ns"], run["host"], run["port"])
 

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_clawswe.gateway import GatewayProcess, Upstream
+from pytest_clawswe.gateway import Upstream
 from pytest_clawswe.prices import Price
 from pytest_clawswe.usage import Usage
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gateway_stub import Stub  # noqa: E402
+from gateway_stub import Stub, gateway_with_env  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,16 +48,12 @@ def _answer(path, body, headers):
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    os.environ[KEY_ENV] = "sk-replay-key"
     with Stub(_answer) as stub:
         upstreams = [Upstream("replay", stub.url + "/v1", KEY_ENV),
                      Upstream("replayant", stub.url + "/v1", KEY_ENV, "x-api-key")]
-        gw = GatewayProcess.start(tmp_path_factory.mktemp("gateway"), upstreams, workers=1)
-        try:
+        with gateway_with_env(tmp_path_factory.mktemp("gateway"), upstreams, {KEY_ENV: "sk-replay-key"},
+                              workers=1) as gw:
             yield gw
-        finally:
-            gw.stop()
-            os.environ.pop(KEY_ENV, None)
 
 
 def _call(gw, case) -> tuple[int, dict, bytes, dict]:

@@ -10,7 +10,6 @@ The times are printed (pytest -s) for the closing figures.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from usage_checks import digest
 
 from pytest_clawswe.labels import LABEL_RUN
 
@@ -43,16 +43,6 @@ def run(*args, cwd: Path, timeout: int = 2400) -> subprocess.CompletedProcess:
 
 def clawswe(*args, cwd: Path) -> subprocess.CompletedProcess:
     return run("-m", "pytest_clawswe.cli", *args, cwd=cwd)
-
-
-def digest(folder: Path) -> str:
-    """Every byte, name and mode under `folder`."""
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        h.update(f"{path.relative_to(folder)}:{path.stat().st_mode:o}\n".encode())
-        if path.is_file():
-            h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 def results(run_dir: Path) -> dict[str, dict]:

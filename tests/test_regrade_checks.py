@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from usage_checks import one_sentence
 
 from pytest_clawswe.wildclaw.options import DEMO_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
-USAGE = pytest.ExitCode.USAGE_ERROR
 SLOTS = "01_Productivity_Flow_task_1_meeting_slots"
 CODE = "02_Code_Intelligence_task_1_rolling_window"
 WORKSPACES = {SLOTS: "workspace/01_Productivity_Flow/task_1_meeting_slots",
@@ -25,17 +25,6 @@ CATEGORIES = {SLOTS: "Productivity Flow", CODE: "Code Intelligence"}
 def pytest_run(*args, cwd, env=None):
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
-
-
-def one_sentence(result, *words):
-    """The whole complaint is one 'ERROR: ...' line naming `words`; no traceback."""
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == USAGE, result.stdout + result.stderr
-    assert len(lines) == 1 and lines[0].startswith("ERROR: "), result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    assert "Traceback" not in result.stdout + result.stderr
-    return lines[0]
 
 
 def wild_run(folder: Path, suite: Path = DEMO_DIR, dataset: str = "demo", tasks=(SLOTS, CODE), **info) -> Path:

@@ -3,7 +3,6 @@ error, exit 4) before the run writes a byte or creates a Docker object, and a re
 
 Real pytest runs in subprocesses, a real finished run (ChattyHarness through the real gateway with the
 scripted model) as the run a bad resume must leave as it was."""
-import hashlib
 import json
 import os
 import stat
@@ -12,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from usage_checks import digest, one_sentence
 
 from pytest_clawswe.labels import LABEL_RUN  # its old home: the tests also run against main
 
@@ -19,7 +19,6 @@ pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fake_harnesses.py"
 IID = "clawswe__tinyjson-py-12"
-USAGE = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_run(*args, cwd, env=None):
@@ -28,31 +27,10 @@ def pytest_run(*args, cwd, env=None):
                           env={**os.environ, "CLAWSWE_TEST_SECONDS": "1", **(env or {})})
 
 
-def digest(folder: Path) -> str:
-    """Every byte, name and mode under `folder`."""
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        h.update(f"{path.relative_to(folder)}:{path.stat().st_mode:o}\n".encode())
-        if path.is_file():
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 def docker_objects(client, run_id):
     label = {"label": f"{LABEL_RUN}={run_id}"}
     return (client.containers.list(all=True, filters=label) + client.networks.list(filters=label)
             + client.volumes.list(filters=label))
-
-
-def one_sentence(result, *words):
-    """The whole complaint is one 'ERROR: ...' line naming `words`; no traceback."""
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == USAGE, result.stdout + result.stderr
-    assert len(lines) == 1 and lines[0].startswith("ERROR: "), result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    assert "Traceback" not in result.stdout + result.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

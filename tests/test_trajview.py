@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from chromium_run import run_in_chromium
 
 from pytest_clawswe import cli
 from pytest_clawswe.trajectory.view import render, viewer_link, write_viewers
@@ -176,24 +177,12 @@ def test_clawswe_view_command(tmp_path, capsys):
 def test_pages_in_headless_chromium(docker_client, tmp_path):
     """The pages in Debian's Chromium: they render, the toggles and search work by clicking, and nothing the
     agent wrote runs (it would set document.title or window.__pwned)."""
-    from pytest_clawswe.wildclaw.task.images import ensure_images
-
-    image = ensure_images(docker_client, progress=lambda line: None)[0]
     pages = tmp_path / "pages"
     pages.mkdir()
     (pages / "swe.html").write_text(render(load(SWE)))
     (pages / "hostile.html").write_text(render(load(HOSTILE)))
-    shutil.copy(Path(__file__).with_name("chromium_view.py"), pages)
-    container = docker_client.containers.run(image, ["python3", "/pages/chromium_view.py", "/pages"],
-                                             volumes={str(pages): {"bind": "/pages", "mode": "rw"}},
-                                             network_mode="none", detach=True, labels={"clawswe.test": "trajview"})
-    try:
-        status = container.wait(timeout=300)
-        logs = container.logs().decode(errors="replace")
-    finally:
-        container.remove(force=True)
-    assert status["StatusCode"] == 0, logs
-    seen = json.loads((pages / "seen.json").read_text())
+    seen = run_in_chromium(docker_client, "chromium_view.py", pages, ["/pages"], "none", "trajview", timeout=300,
+                           log_chars=100_000)
     swe, host = seen["swe"], seen["hostile"]
     assert swe["step_count"] == "7" and swe["steps"] == 7
     assert swe["title"].startswith("clawswe__tinyjson-py-12")

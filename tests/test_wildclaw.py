@@ -468,6 +468,7 @@ def test_published_wildclaw_tables_come_from_the_shipped_data(tmp_path):
     board = (tmp_path / "wildclaw_published_leaderboard.csv").read_text().splitlines()
     assert len(board) == 1 + len(data["leaderboard_openclaw"])
     assert "GPT-5.4,OpenClaw,5.83,0.33,50.3" in (tmp_path / "wildclaw_published_harnesses.csv").read_text()
+    assert (tmp_path / "wildclaw_published_harnesses.png").read_bytes()[:4] == b"\x89PNG"  # the chart too
 
 
 def test_task_env_points_openrouter_at_the_gateway_and_passes_no_secret(monkeypatch, tmp_path):

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from pytest_clawswe.model import Model
 from pytest_clawswe.run.options import Option
 
 
@@ -187,7 +188,7 @@ class Benchmark:
     grading_keys: tuple[str, ...] = ()  # run.json keys a regrade may change: `clawswe compare` pairs a run with its
     # regrade though these differ, and a resumed regrade must keep them
 
-    def regrade_model(self) -> str | None:
+    def regrade_model(self) -> Model | None:
         """The model a regrade calls through the run's gateway (a judge), or None: it starts no gateway."""
         return None
 

@@ -18,6 +18,7 @@ from pytest_clawswe.engine.images.cache_level import CacheLevel
 from pytest_clawswe.errors import HarnessError
 from pytest_clawswe.files import load_run_info
 from pytest_clawswe.harness.adapter import Harness, get_harness_class
+from pytest_clawswe.model import NO_MODEL, Model
 from pytest_clawswe.run.options import (
     OPTIONS,
     check_prices_known,
@@ -113,11 +114,13 @@ def given_settings(config: pytest.Config) -> dict:
     given.update(run_id=run_id, run_dir=run_dir, harness_name=name, harness_spec=spec, harness_class=harness_cls,
                  prices_sha256=prices_sha256, image_cache=image_cache_option(config), registry=registry_option(config))
     check_prices_known(given)
-    _check_harness(harness_cls, given["model"], given["harness_options"])
+    _check_harness(harness_cls, given["model"].spec, given["harness_options"])
     if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
         from pytest_clawswe.gateway.upstream.providers import check_upstream
 
         try:  # no model, no key: found before the run's network or gateway exists
+            if not given["model"]:
+                raise ValueError(NO_MODEL)
             check_upstream(given["model"])
         except ValueError as exc:
             raise _usage(str(exc)) from None
@@ -191,7 +194,7 @@ def check_harness_options(cfg: RunConfig) -> None:
 def result_settings(config: pytest.Config, cfg: RunConfig) -> dict:
     """The settings that change results, as run.json stores them."""
     return {
-        "harness": cfg.harness_name, "model": cfg.model, "dataset": config.getoption("dataset"),
+        "harness": cfg.harness_name, "model": cfg.model.spec, "dataset": config.getoption("dataset"),
         "budget_s": cfg.budget_s,
         "mem_limit": cfg.mem_limit, "pids_limit": cfg.pids_limit, "disk_limit": cfg.disk_limit,
         "network": cfg.network_mode, "harness_options": cfg.harness_options,
@@ -241,7 +244,7 @@ class RunConfig:
     run_id: str
     run_dir: Path
     harness_name: str
-    model: str
+    model: Model  # --model, parsed once (run/options.py:model_value); a str given here is parsed (__post_init__)
     budget_s: float = 3600.0
     mem_limit: str | None = "8g"
     pids_limit: int | None = 300
@@ -266,11 +269,15 @@ class RunConfig:
     # the adapter class harness_spec names, resolved once (run_config); new_harness() builds the adapter
     harness_class: type[Harness] | None = field(default=None, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.model, str):  # a RunConfig made from run.json (a regrade) or by hand
+            object.__setattr__(self, "model", Model.parse(self.model) if self.model.strip() else Model.none())
+
     def new_harness(self) -> Harness:
         """The run's adapter with its options (after the benchmark's defaults joined them)."""
         cls = self.harness_class or get_harness_class(self.harness_spec)
-        return cls(self.model, self.harness_options)
+        return cls(self.model.spec, self.harness_options)
 
     @property
     def model_label(self) -> str:
-        return f"{self.harness_name}/{self.model}" if self.model else self.harness_name
+        return f"{self.harness_name}/{self.model.spec}" if self.model else self.harness_name

@@ -14,9 +14,9 @@ from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item.runner import progress as _progress
 
 
-def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None = None):
-    """The run's gateway, its locked network on every engine, and a relay on each other machine's engine; `model`:
-    the model it must serve (its key is checked first), the agents' by default (a regrade's: its judge)."""
+def start_gateway(cfg: RunConfig, hosts: list, clients: list):
+    """The run's gateway, its locked network on every engine, and a relay on each other machine's engine (the model
+    it serves, the agents' or a regrade's judge, was checked with its key when the run's settings were read)."""
     from pytest_clawswe.engine.network.locked import create_locked_network
     from pytest_clawswe.engine.images.registry import ImageRegistry
     from pytest_clawswe.gateway.control import relay
@@ -36,7 +36,7 @@ def start_gateway(cfg: RunConfig, hosts: list, clients: list, model: str | None 
                 (create_internet_network if internet else create_locked_network)(client, own, {LABEL_RUN: cfg.run_id})
         # the gateway listens for each engine's relay where this machine meets that engine's host
         towards = {h.name: local_address_towards(engine_address(h.url)) for h, _ in remote}
-        gateway = start_for_run(cfg.run_dir / "gateway", model or cfg.model, local[0] if local else None, cfg.network,
+        gateway = start_for_run(cfg.run_dir / "gateway", local[0] if local else None, cfg.network,
                         relay_hosts=sorted(set(towards.values())))
         if remote:
             why_not = relay.start_relays(cfg.run_id, cfg.network, gateway, [(h.name, c) for h, c in remote],

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_clawswe.errors import InfraError, UserError
+from pytest_clawswe.model import Model
 
 PROBE_IMAGE = "debian:bookworm-slim"  # bash and timeout: what the lock probe needs
 
@@ -72,7 +73,7 @@ class KubeRun:
             raise pytest.UsageError(f"the node {nodes[0]} has no address this machine could reach")
         return local_address_towards(address)
 
-    def start(self, docker_client, needs_model: bool, progress, model: str | None = None):
+    def start(self, docker_client, needs_model: bool, progress, model: Model | None = None):
         """Namespace, gateway (returned; None without a model), NetworkPolicies and their probe. Raises
         pytest.UsageError with one sentence when the cluster cannot run the run."""
         from pytest_clawswe.engine.kube import lock, namespace
@@ -88,10 +89,6 @@ class KubeRun:
             port = 1  # no gateway: the locked policy allows nothing that listens
             if needs_model:
                 from pytest_clawswe.gateway.control.process import GatewayProcess
-                from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, check_upstream
-
-                if not model.startswith(SCRIPTED_PREFIX):
-                    check_upstream(model)
                 from urllib.parse import urlsplit
 
                 gateway = GatewayProcess.start(cfg.run_dir / "gateway", host=host)

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from pytest_clawswe.model import Model
+
 CORE_GROUP = "clawswe"  # pytest's option group of every benchmark's options (`pytest --help`)
 
 
@@ -158,15 +160,23 @@ def bool_value(value: Any, flag: str) -> bool:
     return bool(value)
 
 
+def model_value(text: str, flag: str) -> Model:
+    """The run's Model, parsed and its name checked once here ("": no model, for a harness that needs none)."""
+    try:
+        return Model.parse(text) if text.strip() else Model.none()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def check_prices_known(fields: dict[str, Any]) -> None:
     """A spending ceiling needs the model's price: one sentence when it is unknown."""
     if fields["max_cost"] is None and fields["max_instance_cost"] is None:
         return
     from pytest_clawswe.run.spending import unit_prices
 
-    if unit_prices(fields["model"], fields["prices_file"]) is None:
+    if unit_prices(fields["model"].spec, fields["prices_file"]) is None:
         flag = "--max-cost" if fields["max_cost"] is not None else "--max-instance-cost"
-        raise pytest.UsageError(f"{flag} needs the price of {fields['model']}, which is unknown; give it in a --prices "
+        raise pytest.UsageError(f"{flag} needs the price of {fields['model'].spec}, which is unknown; give it in a --prices "
                                 "file (USD per million tokens) or drop the ceiling")
 
 
@@ -174,7 +184,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--harness", "run the benchmark with this harness adapter (e.g. openclaw, oracle, nop); without it pytest "
            "runs ordinary tests", "RunConfig.harness_spec, harness_name, harness_class"),
     Option("--model", "model for the harness, e.g. openrouter/z-ai/glm-5.1 or scripted/gold", "RunConfig.model",
-           dict(default=""), config_field="model"),
+           dict(default=""), config_field="model", check=model_value),
     Option("--benchmark", "the benchmark to run: swe (Claw-SWE-Bench, the default), wildclaw (WildClawBench), or any "
            "installed benchmark package's name", "the pytest_clawswe_benchmark hook of each benchmark's plugin",
            dict(default=None, metavar="NAME")),

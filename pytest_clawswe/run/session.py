@@ -127,7 +127,7 @@ class RunSession:
         if self.needs_model:
             try:
                 if self.gateway_process is None:
-                    self.gateway_process = start_gateway(self.cfg, self.hosts, clients, model=self.gateway_model)
+                    self.gateway_process = start_gateway(self.cfg, self.hosts, clients)
                 if not self.config.getoption("no_model_check"):
                     from pytest_clawswe.gateway.control.key_check import check_model
 
@@ -377,6 +377,6 @@ def _shaping_in_effect(cfg: RunConfig) -> dict | None:
     from pytest_clawswe.gateway.upstream.shaping import describe
 
     try:
-        return describe(cfg.model, cfg.harness_name, cfg.gateway_shaping)
+        return describe(cfg.model.spec, cfg.harness_name, cfg.gateway_shaping)
     except ValueError:  # no model: nothing to shape
         return None

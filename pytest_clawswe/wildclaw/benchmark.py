@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_clawswe.model import Model
 from pytest_clawswe.run.benchmark import Benchmark
 from pytest_clawswe.run.item.runner import progress
 from pytest_clawswe.wildclaw import results as outputs
@@ -194,7 +195,7 @@ class WildClawBench(Benchmark):
     regrade_options = ("judge_model", "scripted_fixtures", "grade_timeout", "pass_score")
     grading_keys = ("judge_model", "grade_timeout_s", "pass_score", "scripted_fixtures")
 
-    def regrade_model(self) -> str | None:
+    def regrade_model(self) -> Model | None:
         return self.options.judge_gateway_model
 
     def regrade_info(self) -> dict:
@@ -205,7 +206,7 @@ class WildClawBench(Benchmark):
 
     def regrade_summary(self) -> str:
         o, before = self.options, self.regrade.info
-        scripted = o.judge_gateway_model == "scripted/judge"
+        scripted = o.judge_gateway_model.is_scripted
         own = "each task's judge.json"
         text = f"graded by judge {o.judge_model}" + (f" answering from {o.scripted_fixtures or own}" if scripted else "")
         changed = [f"judge {before.get('judge_model')}"] if before.get("judge_model") != o.judge_model else []

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_clawswe.model import JUDGE, OPENROUTER, Model, names_scripted
 from pytest_clawswe.paths import INSTANCES_DIR
 from pytest_clawswe.run.options import Option
 from pytest_clawswe.wildclaw.results import DEFAULT_PASS_SCORE
@@ -103,7 +104,7 @@ def options(config: pytest.Config):
                                 "<task id>/solve.sh, judge.json or vision.json")
     if src is not None and not fixtures and kept.get("scripted_fixtures"):
         fixtures = kept["scripted_fixtures"]  # the run's own behaviours and judge answers
-        if not Path(fixtures).is_dir() and judge in ("scripted", "scripted/judge"):
+        if not Path(fixtures).is_dir() and judge_model(judge).scripted_mode == JUDGE:
             raise pytest.UsageError(f"{src.path} was judged with the scripted judge's answers in {fixtures}, which is "
                                     "gone; give them again with --scripted-fixtures DIR (or another --judge-model)")
     if src is None:
@@ -113,6 +114,14 @@ def options(config: pytest.Config):
     return WildOptions(dataset_root(config, kept or None), judge, pass_score, grade_timeout,
                        Path(fixtures).resolve() if fixtures and Path(fixtures).is_dir() else None,
                        task_image=task_image, budget_factor=factor, skills=skills)
+
+
+def judge_model(judge: str) -> Model:
+    """--judge-model as the gateway serves it: `scripted` (or any scripted/ name) is the scripted judge; any other
+    name goes to OpenRouter (as released). Raises ValueError (one sentence) for a bad name."""
+    if names_scripted(judge):
+        return Model.scripted(JUDGE)
+    return Model.parse(judge).routed_to(OPENROUTER)
 
 
 @dataclass(frozen=True)
@@ -129,12 +138,9 @@ class WildOptions:
     skills: bool = True  # False: --no-skills (an ablation)
 
     @property
-    def judge_gateway_model(self) -> str:
+    def judge_gateway_model(self) -> Model:
         """The judge as the gateway serves it: the scripted judge, or the model at OpenRouter (as released)."""
-        judge = self.judge_model
-        if judge == "scripted" or judge.startswith("scripted/"):
-            return "scripted/judge"
-        return judge if judge.startswith("openrouter/") else f"openrouter/{judge}"
+        return judge_model(self.judge_model)
 
     def budget(self, timeout_seconds: float) -> float:
         """A task's budget in seconds: its own timeout_seconds, scaled by --budget-factor (ms precision, so 300 x

@@ -18,6 +18,7 @@ from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.deadline import Deadline
+from pytest_clawswe.model import VISION, Model
 from pytest_clawswe.run.item.phases import ALWAYS, NEVER, Phase
 from pytest_clawswe.wildclaw.grading import fixtures, grader, transcript
 from pytest_clawswe.wildclaw.task import container
@@ -119,13 +120,13 @@ class TaskPhases:
             return
         task, model = s.task, self.config.model
         scripted = None
-        if model.startswith("scripted/"):
+        if model.is_scripted:
             scripted = {"solution": s.found.solution, "workdir": container.WORKDIR}
         try:
             s.tokens["agent"] = self._register(task.id, model, scripted)
             tool_model, tool_script = model, None
             if scripted is not None:  # the agent's own model calls: the task's vision fixtures, or the default
-                tool_model, tool_script = "scripted/vision", {"fixtures": s.found.vision}
+                tool_model, tool_script = Model.scripted(VISION), {"fixtures": s.found.vision}
             s.tokens["tools"] = self._register(f"{task.id}.tools", tool_model, tool_script)
         except ValueError as exc:
             hint = ("; give it a behaviour in --scripted-fixtures DIR/<task id>/solve.sh"
@@ -163,7 +164,7 @@ class TaskPhases:
         if (s.ws_dir / "tmp").is_dir():
             container.put_tree(ws, s.ws_dir / "tmp", f"{container.WORKDIR}/tmp")
         ws.exec(["chmod", "-R", "u+w", container.WORKDIR])  # as released: the copy is writable
-        s.ctx = AgentContext(task.id, {"task": task.id}, ws, s.work, cfg.model, s.deadline, workdir=container.WORKDIR)
+        s.ctx = AgentContext(task.id, {"task": task.id}, ws, s.work, cfg.model.spec, s.deadline, workdir=container.WORKDIR)
         if self.gateway is not None:
             s.ctx.gateway_url, s.ctx.gateway_token = self.gateway.url, s.tokens["agent"]
         container.run_warmup(ws, task, s.plan.warmup)
@@ -187,10 +188,10 @@ class TaskPhases:
         usage, s.agent_records = self._usage(s.tokens.pop("agent"))
         tool_usage, _ = self._usage(s.tokens.pop("tools"))
         result.usage, result.tool_usage = vars(usage), vars(tool_usage)
-        if self.config.model.startswith("scripted/") and s.found.vision_default and tool_usage.requests:
+        if self.config.model.is_scripted and s.found.vision_default and tool_usage.requests:
             result.warnings.append(f"the scripted vision default answered {tool_usage.requests} of the "
                                    "agent's own model call(s) (no vision.json for this task)")
-        result.cost_usd = self.prices.cost_usd(usage + tool_usage, self.config.model)
+        result.cost_usd = self.prices.cost_usd(usage + tool_usage, self.config.model.spec)
 
     def _agent_end(self, s: TaskRun) -> None:
         run, result = s.run, s.result

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
+from pytest_clawswe.model import JUDGE, Model
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item.runner import ItemRunner
 from pytest_clawswe.run.item.phases import run_phases
@@ -53,11 +54,11 @@ class TaskRunner(TaskPhases, ItemRunner):
         write_task_files(work, result)
 
     # ------------------------------------------------------------------ gateway tokens
-    def _register(self, instance_id: str, model: str, scripted: dict | None) -> str:
+    def _register(self, instance_id: str, model: Model, scripted: dict | None) -> str:
         from pytest_clawswe.gateway.control.run_gateway import _unreachable_is_infra
 
         with _unreachable_is_infra():
-            return self.gateway.client.register(instance_id, model, scripted=scripted, ceiling=self.gateway.ceiling)
+            return self.gateway.client.register(instance_id, model.spec, scripted=scripted, ceiling=self.gateway.ceiling)
 
     def _revoke(self, token: str) -> None:
         from pytest_clawswe.gateway.control.run_gateway import _unreachable_is_infra
@@ -79,7 +80,7 @@ class TaskRunner(TaskPhases, ItemRunner):
         # attempt's (Claw-SWE-Bench adds the failed attempt's to its metadata.json)
         cfg = self.config
         return TaskResult(task.id, task.name, task.category, task.modality, run_id=cfg.run_id,
-                          harness=cfg.harness_name, model=cfg.model, judge_model=self.options.judge_model,
+                          harness=cfg.harness_name, model=cfg.model.spec, judge_model=self.options.judge_model,
                           pass_score=self.options.pass_score, timeout_seconds=task.timeout_seconds)
 
     def run_phases(self, task: Task, work: Path, result: TaskResult) -> None:
@@ -127,7 +128,7 @@ class TaskRunner(TaskPhases, ItemRunner):
         cfg = self.config
         token, judge_model = "", self.options.judge_gateway_model
         if self.gateway is not None:
-            answers = {"fixtures": found.judge} if judge_model == "scripted/judge" else None
+            answers = {"fixtures": found.judge} if judge_model.scripted_mode == JUDGE else None
             try:
                 token = self._register(f"{task.id}.judge", judge_model, answers)
             except ValueError as exc:
@@ -146,10 +147,10 @@ class TaskRunner(TaskPhases, ItemRunner):
             failure = exc
         usage, records = self._usage(token) if token else (Usage(), [])
         result.judge_usage = vars(usage)  # counted apart from the agent's, even when grading failed
-        if judge_model == "scripted/judge" and found.judge_default and usage.requests:
+        if judge_model.scripted_mode == JUDGE and found.judge_default and usage.requests:
             result.warnings.append(f"{JUDGE_DEFAULT_NOTE} {usage.requests} request(s) with its default "
                                    f"score {fixtures.DEFAULT_JUDGE['*']['score']} (no judge.json for this task)")
-        result.judge_cost_usd = self.prices.cost_usd(usage, judge_model)
+        result.judge_cost_usd = self.prices.cost_usd(usage, judge_model.spec)
         judge_failed = grader.judge_failure(records)
         if judge_failed:  # graders often catch the judge's exception and score 0: that 0 is not the agent's
             raise grader.GradeError(f"{task.id}: {judge_failed}")

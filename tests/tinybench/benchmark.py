@@ -61,7 +61,7 @@ class TinyBench(Benchmark):
 
     def runner(self, run_session):
         cfg = run_session.cfg
-        harness = get_harness_class(cfg.harness_spec)(cfg.model, cfg.harness_options)
+        harness = get_harness_class(cfg.harness_spec)(cfg.model.spec, cfg.harness_options)
         return TinyRunner(cfg, harness, run_session.hosts[0].client(), progress=progress)
 
     def rebuild(self, run_dir):
@@ -106,7 +106,7 @@ class TinyRunner(ItemRunner):
 
     def new_result(self, task: TinyTask) -> TinyResult:
         cfg = self.config
-        return TinyResult(task.id, run_id=cfg.run_id, harness=cfg.harness_name, model=cfg.model)
+        return TinyResult(task.id, run_id=cfg.run_id, harness=cfg.harness_name, model=cfg.model.spec)
 
     def run_phases(self, task: TinyTask, work: Path, result: TinyResult) -> None:
         self._ensure_harness()
@@ -114,7 +114,7 @@ class TinyRunner(ItemRunner):
         with Workspace(self.client, IMAGE, labels=self.labels, network=cfg.network or "none",
                        mem_limit=cfg.mem_limit, pids_limit=cfg.pids_limit) as ws:
             ws.exec("mkdir -p /work", check=True)
-            ctx = AgentContext(task.id, {"word": task.word}, ws, work, cfg.model, cfg.budget_s, workdir="/work")
+            ctx = AgentContext(task.id, {"word": task.word}, ws, work, cfg.model.spec, cfg.budget_s, workdir="/work")
             run = run_agent(self.harness, ctx, task.prompt, cfg.disk_limit)
             result.finish_reason = run.finish_reason
             result.answer = (ws.read_file(ANSWER) or b"").decode().strip()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import docker.errors
 
+from pytest_clawswe.engine.images import build
 from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL, ImageLease, _remove, lock_path
 
 
@@ -104,11 +105,7 @@ def _drop(client, name: str) -> bool:
         _remove(client, prepared.tags or [prepared.id])
     aliases = [t for t in (instance.tags or []) if t != name and t.endswith("/" + name)]  # engine/images/registry.py's names
     _remove(client, aliases + [name])
-    try:
-        client.images.get(name)
-        return False
-    except docker.errors.ImageNotFound:
-        return True
+    return not build._image_exists(client, name)
 
 
 def enforce(client, lease: ImageLease, budget: int, progress=print) -> dict:

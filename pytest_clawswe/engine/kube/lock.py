@@ -23,6 +23,7 @@ from pytest_clawswe.engine.kube.pod_spec import LABEL_NETWORK, pod_body
 from pytest_clawswe.engine.kube.pod_status import wait_running
 from pytest_clawswe.errors import InfraError, UserError
 from pytest_clawswe.labels import LABEL_ROLE, LABEL_RUN
+from pytest_clawswe.model import NOOP, Model
 
 POLICY_LOCKED, POLICY_NONE, POLICY_INTERNET = "clawswe-locked", "clawswe-none", "clawswe-internet"
 PROBE_TIMEOUT_S = 3
@@ -108,7 +109,7 @@ class Canary:
 
 
 def probe(cluster, namespace: str, run_id: str, image: str, gateway_host: str, gateway_port: int,
-          gateway, model: str, network: str = "locked") -> dict[str, dict[str, str]]:
+          gateway, model: Model, network: str = "locked") -> dict[str, dict[str, str]]:
     """Run the probe on every ready node as a pod of the run's `network` (locked, none, open); `gateway`: the run's
     GatewayClient (None: the run calls no model). Returns {node: {"gateway": open|closed, "canary": ..., "api": ...,
     "address": own|other|none}}. Raises UserError when the network does not hold (a locked or none pod reached
@@ -161,7 +162,7 @@ def ready_nodes(cluster) -> list[str]:
 
 
 def _probe_node(cluster, namespace: str, run_id: str, image: str, node: str, targets: tuple, gateway,
-                model: str, network: str) -> dict[str, str]:
+                model: Model, network: str) -> dict[str, str]:
     name = dns_label(f"cw-probe-{node}")
     as_option = {"open": None, "none": "none"}.get(network, "run")  # pod_spec.network_label's input
     body = pod_body(name, image, labels={LABEL_RUN: run_id, LABEL_ROLE: "probe"}, network=as_option,
@@ -178,9 +179,9 @@ def _probe_node(cluster, namespace: str, run_id: str, image: str, node: str, tar
         status = wait_running(cluster, namespace, name, ["sandbox"], timeout=300)
         if gateway is not None:  # a token bound to the probe's address: the gateway must see that address
             scripted = None  # (the probe only lists the models: a scripted run's token plays nothing)
-            if model.startswith("scripted/"):
-                model, scripted = "scripted/noop", {"mode": "noop", "gold_patch": "", "workdir": "/"}
-            token = gateway.register("_probe", model, scripted=scripted, address=status["ip"])
+            if model.is_scripted:
+                model, scripted = Model.scripted(NOOP), {"mode": NOOP, "gold_patch": "", "workdir": "/"}
+            token = gateway.register("_probe", model.spec, scripted=scripted, address=status["ip"])
         gw_host, gw_port, canary_port, api_host, api_port = targets
         argv = ["bash", "-c", PROBE, "probe", gw_host, str(gw_port), str(canary_port), api_host, str(api_port),
                 token or "none", network]

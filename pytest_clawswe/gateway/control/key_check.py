@@ -19,7 +19,8 @@ import pytest
 from pytest_clawswe.gateway.control.admin_api import GatewayClient, GatewayError
 from pytest_clawswe.gateway.record.ledger import read_records
 from pytest_clawswe.gateway.upstream.failures import TRANSIENT
-from pytest_clawswe.gateway.upstream.providers import is_scripted, resolve
+from pytest_clawswe.gateway.upstream.providers import resolve
+from pytest_clawswe.model import Model
 
 CHECK_ID = "_model-check"
 
@@ -43,18 +44,18 @@ def _request(url: str, token: str, model: str, anthropic: bool) -> tuple[int, by
         return 0, str(exc).encode()
 
 
-def check_model(state_dir: Path, model: str) -> None:
+def check_model(state_dir: Path, model: Model) -> None:
     """Raise pytest.UsageError (one sentence) when the provider refuses the run's model and key."""
-    if is_scripted(model):
+    if model.is_scripted:
         return
-    up, _ = resolve(model)
+    up = resolve(model)
     try:
         client = GatewayClient.from_state_dir(state_dir)
-        token = client.register(CHECK_ID, model)
+        token = client.register(CHECK_ID, model.spec)
     except (GatewayError, ValueError) as exc:
         raise pytest.UsageError(f"the model check could not start: {exc}") from None
     try:
-        status, data = _request(client.url, token, model, up.auth == "x-api-key")
+        status, data = _request(client.url, token, model.spec, up.auth == "x-api-key")
     finally:
         try:
             client.unregister(token)
@@ -65,10 +66,10 @@ def check_model(state_dir: Path, model: str) -> None:
     if status and status < 400 and not last.get("failure"):
         return
     if last.get("failure") in TRANSIENT:  # busy or rate-limited now: the items' harnesses retry; the run goes on
-        warnings.warn(f"clawswe: the model check of {model} got {last.get('reason')}; the run goes on", stacklevel=2)
+        warnings.warn(f"clawswe: the model check of {model.spec} got {last.get('reason')}; the run goes on", stacklevel=2)
         return
     reason = last.get("reason") or _reason(status, data)
-    raise pytest.UsageError(f"the model check failed: {model} at {up.name} ({up.base_url}) answered {reason}; "
+    raise pytest.UsageError(f"the model check failed: {model.spec} at {up.name} ({up.base_url}) answered {reason}; "
                             "fix the key, the credit or the model name, or skip this check with --no-model-check")
 
 

@@ -11,19 +11,16 @@ from pathlib import Path
 from pytest_clawswe.engine.network.locked import network_host
 from pytest_clawswe.gateway.control.admin_api import GatewayClient, GatewayError, read_usage
 from pytest_clawswe.gateway.control.process import GatewayProcess
-from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, check_upstream
+from pytest_clawswe.model import Model
 from pytest_clawswe.usage import Usage
 
 
-def start_for_run(state_dir: Path, model: str, docker_client, network: str | None = None,
+def start_for_run(state_dir: Path, docker_client, network: str | None = None,
                   relay_hosts: list[str] | tuple = ()) -> GatewayProcess:
     """Start the run's gateway where the agents' network reaches the host (`docker_client` None: no engine of
     the run is on this machine; the admin API on 127.0.0.1), plus a listener on each of `relay_hosts` for
-    other engines' relays (pytest_clawswe/gateway/control/relay.py).
-
-    Raises ValueError (one sentence) when the model's provider has no key."""
-    if not model.startswith(SCRIPTED_PREFIX):
-        check_upstream(model)
+    other engines' relays (pytest_clawswe/gateway/control/relay.py). The model and its key were checked when
+    the run's config was made (run/config.py)."""
     host = network_host(docker_client, network) if docker_client is not None else "127.0.0.1"
     return GatewayProcess.start(state_dir, host=host, relay_hosts=relay_hosts)
 
@@ -34,7 +31,7 @@ class RunGateway:
     `harness` and `shaping` ("auto", "off" or a comma list; see gateway/upstream/shaping.py) choose the model-side
     shaping; gateway.describe_shaping(model, harness, shaping) says what it will be, for run.json."""
 
-    def __init__(self, state_dir: Path, model: str, harness: str = "", shaping: str | None = None,
+    def __init__(self, state_dir: Path, model: Model, harness: str = "", shaping: str | None = None,
                  engine: str = ""):
         self.state_dir = Path(state_dir)
         self.model = model
@@ -64,10 +61,9 @@ class RunGateway:
 
     def _register(self, instance_id: str, row: dict, workdir: str, address: str) -> tuple[str, str]:
         scripted = None
-        if self.model.startswith(SCRIPTED_PREFIX):
-            scripted = {"mode": self.model[len(SCRIPTED_PREFIX):], "gold_patch": row.get("patch", ""),
-                        "workdir": workdir}
-        token = self.client.register(instance_id, self.model, scripted=scripted, address=address,
+        if self.model.is_scripted:  # the mode is in the spec; the gateway is told what to play it with
+            scripted = {"mode": self.model.scripted_mode, "gold_patch": row.get("patch", ""), "workdir": workdir}
+        token = self.client.register(instance_id, self.model.spec, scripted=scripted, address=address,
                                      harness=self.harness, shaping=self.shaping, relay=self.relay,
                                      ceiling=self.ceiling)
         self.tokens[instance_id] = token

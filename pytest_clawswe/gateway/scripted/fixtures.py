@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 
+from pytest_clawswe.model import JUDGE, VISION, Model
 from pytest_clawswe.gateway.protocols import Reply, RequestView
 from pytest_clawswe.gateway.scripted.model import (
     HANG_MODE,
@@ -40,8 +41,8 @@ from pytest_clawswe.gateway.scripted.model import (
     pick_shell,
 )
 
-JUDGE_MODE = "judge"
-VISION_MODE = "vision"
+JUDGE_MODE = JUDGE
+VISION_MODE = VISION
 ANY = "*"  # the fixture key that answers a request no other key matches
 _IMAGE = re.compile(r"data:image/[\w.+-]+;base64,")
 _SAY = re.compile(r"^\s*#\s*say\b:?\s?(.*)$")
@@ -137,7 +138,7 @@ def pick(fixtures: dict, text: str) -> dict | None:
 
 def _check_fixtures(fixtures, what: str) -> dict:
     if not isinstance(fixtures, dict):
-        raise ValueError(f"scripted/{what} needs the task's {what} fixtures as a JSON object")
+        raise ValueError(f"{Model.scripted(what).spec} needs the task's {what} fixtures as a JSON object")
     return fixtures
 
 

@@ -29,10 +29,11 @@ import shlex
 from dataclasses import dataclass
 
 from pytest_clawswe.gateway.protocols import Reply, RequestView, ToolCall, ToolSpec
+from pytest_clawswe.model import GOLD, HANG, NOOP
 from pytest_clawswe.usage import Usage
 
-MODES = ("gold", "noop", "hang")
-HANG_MODE = "hang"  # never answers: a budget cut forced by the model, not by how fast the machine is
+MODES = (GOLD, NOOP, HANG)
+HANG_MODE = HANG  # never answers: a budget cut forced by the model, not by how fast the machine is
 MINI_FINISH_PHRASE = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 MINI_FINISH_COMMAND = f"echo {MINI_FINISH_PHRASE}"
 CHUNK_CHARS = 60_000  # base64 characters per command: well under the 128 KiB argument limit

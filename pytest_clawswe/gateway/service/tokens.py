@@ -13,7 +13,7 @@ from pathlib import Path
 from pytest_clawswe.gateway.record import ledger
 from pytest_clawswe.gateway.scripted.fixtures import scripted_for
 from pytest_clawswe.gateway.scripted.model import ScriptedModel
-from pytest_clawswe.gateway.upstream.providers import SCRIPTED_PREFIX, Upstream, check_upstream, is_scripted, resolve
+from pytest_clawswe.gateway.upstream.providers import Upstream, check_upstream, parse_model, resolve
 from pytest_clawswe.gateway.upstream.shaping import Shaping
 from pytest_clawswe.usage import Usage
 
@@ -89,13 +89,13 @@ class TokenRegistry:
         return reg
 
     def _build(self, token, instance_id, model, scripted, address, harness, shaping, relay="") -> Registration:
-        check_upstream(model, self.upstreams)
-        reg = Registration(token, instance_id, model, 0, address=_address(address), relay=relay)
-        if is_scripted(model):
-            config = {"mode": model[len(SCRIPTED_PREFIX):], **(scripted or {})}
-            reg.scripted = scripted_for(config)
+        parsed = parse_model(model, self.upstreams)  # the gateway process's own boundary: a spec from outside
+        check_upstream(parsed, self.upstreams)
+        reg = Registration(token, instance_id, parsed.spec, 0, address=_address(address), relay=relay)
+        if parsed.is_scripted:
+            reg.scripted = scripted_for({"mode": parsed.scripted_mode, **(scripted or {})})
         else:
-            reg.upstream, reg.upstream_model = resolve(model, self.upstreams)
+            reg.upstream, reg.upstream_model = resolve(parsed, self.upstreams), parsed.upstream_name
         reg.shaping = Shaping.select(reg.upstream, reg.upstream_model, harness, shaping)
         if self.shared:
             reg.shaping.unshared = []

@@ -8,6 +8,8 @@
     <name>/<model>       any upstream configured with Upstream(name, base_url, key_env, auth)
     scripted/gold|noop|hang   the scripted model, served by the gateway itself
 
+The name is parsed once into a Model (pytest_clawswe/model.py); here a parsed Model finds its Upstream.
+
 Keys are read from the gateway process's environment when a request is forwarded; they never
 leave the host: not in the container, not in the gateway's files or logs. The harness's wire
 protocol is forwarded as is (base_url + /chat/completions, /responses or /messages), so the
@@ -19,7 +21,8 @@ import json
 import os
 from dataclasses import asdict, dataclass
 
-SCRIPTED_PREFIX = "scripted/"
+from pytest_clawswe.model import Model
+
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 DASHSCOPE_URL = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
 
@@ -69,36 +72,29 @@ def builtin_upstreams() -> list[Upstream]:
     ]
 
 
-def resolve(model: str, upstreams: list[Upstream] | tuple = ()) -> tuple[Upstream, str]:
-    """(upstream, the model name the upstream knows) for a benchmark model name."""
-    prefix, _, rest = model.partition("/")
-    for up in [*upstreams, *builtin_upstreams()]:  # configured ones win over the built-ins
-        if rest and prefix == up.name:
-            return up, rest
-    return builtin_upstreams()[0], model  # no known prefix: OpenRouter, name unchanged
+def parse_model(spec: str, upstreams: list[Upstream] | tuple = ()) -> Model:
+    """The Model a registration names (the gateway's boundary: its spec comes from outside the process), with
+    the configured upstreams' names known as providers beside the built-in ones."""
+    return Model.parse(spec, [u.name for u in upstreams])
 
 
-def is_scripted(model: str) -> bool:
-    return model.startswith(SCRIPTED_PREFIX)
+def resolve(model: Model, upstreams: list[Upstream] | tuple = ()) -> Upstream:
+    """The upstream serving a real model (configured ones win over the built-ins of the same name)."""
+    for up in [*upstreams, *builtin_upstreams()]:
+        if up.name == model.provider:
+            return up
+    raise ValueError(f"no upstream is configured for {model.spec}: give one named {model.provider!r}")
 
 
-def check_upstream(model: str, upstreams: list[Upstream] | tuple = ()) -> None:
-    """Raise ValueError (one sentence) when `model` cannot be served: the runner calls this before
-    starting anything."""
-    from pytest_clawswe.gateway.scripted.fixtures import JUDGE_MODE, VISION_MODE
-    from pytest_clawswe.gateway.scripted.model import MODES
-
-    if not model.strip():
-        raise ValueError("No model was given: pass --model, e.g. --model scripted/gold or --model openrouter/<model>.")
-    if is_scripted(model):
-        mode = model[len(SCRIPTED_PREFIX):]
-        if mode not in (*MODES, JUDGE_MODE, VISION_MODE):
-            raise ValueError(f"Unknown scripted model {model!r}: use scripted/gold, scripted/noop or scripted/hang.")
+def check_upstream(model: Model, upstreams: list[Upstream] | tuple = ()) -> None:
+    """Raise ValueError (one sentence) when the provider's key is missing: the runner calls this before
+    starting anything (the name itself was checked when it was parsed)."""
+    if model.is_scripted:
         return
-    up, name = resolve(model, upstreams)
+    up = resolve(model, upstreams)
     if not up.key():
         raise ValueError(
-            f"{up.key_env} is not set, and the model gateway needs it to forward {model} to {up.name} "
+            f"{up.key_env} is not set, and the model gateway needs it to forward {model.spec} to {up.name} "
             f"({up.base_url}); export it, or run with --model scripted/gold to check the harness without a key."
         )
 

@@ -70,10 +70,11 @@ def parse_setting(setting: str | list[str] | None) -> list[str] | None:
 def describe(model: str, harness: str = "", setting: str | list[str] | None = None, upstreams=()) -> dict:
     """What the gateway will do to this run's requests: {"setting", "active": [...], "defaults": [...]}.
     The session puts this in run.json."""
-    from pytest_clawswe.gateway.upstream.providers import is_scripted, resolve
+    from pytest_clawswe.gateway.upstream.providers import parse_model, resolve
 
-    scripted = is_scripted(model)
-    upstream, name = (None, model) if scripted else resolve(model, list(upstreams))
+    parsed = parse_model(model, upstreams)
+    scripted = parsed.is_scripted
+    upstream, name = (None, model) if scripted else (resolve(parsed, upstreams), parsed.upstream_name)
     default = defaults(upstream, name, harness)
     chosen = parse_setting(setting)
     active = default if chosen is None else chosen

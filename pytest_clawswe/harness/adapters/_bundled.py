@@ -32,16 +32,16 @@ def ensure_bundle_container(client, name: str, version: str) -> str:
     """Get or create (never start) the data container of a built bundle; returns its name."""
     import docker.errors
 
+    from pytest_clawswe.engine.images.build import _image_id
     from pytest_clawswe.harness.bundles import LABEL
     from pytest_clawswe.harness.recipes import bundle_path, bundle_tag
 
     tag = bundle_tag(name, version)
-    try:
-        image = client.images.get(tag)
-    except docker.errors.ImageNotFound:
+    image_id = _image_id(client, tag)
+    if image_id is None:
         raise HarnessError(f"the {name} bundle {tag} is not built; run: clawswe harness build {name} "
-                           f"--version {version}") from None
-    cname = bundle_container_name(name, version, image.id)
+                           f"--version {version}")
+    cname = bundle_container_name(name, version, image_id)
     try:
         client.containers.get(cname)
         return cname

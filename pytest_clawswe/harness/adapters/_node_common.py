@@ -37,6 +37,26 @@ def parse_jsonl(text: str) -> list[dict]:
     return events
 
 
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+REASON_CHARS = 300  # a failure's reason, as the result keeps it
+
+
+def token_counts(usage: dict, names: tuple[str, str, str, str]) -> dict[str, int]:
+    """The four token counts of a CLI's usage block, read under the CLI's own `names` (in TOKEN_FIELDS' order)."""
+    return {field: num(usage.get(name)) for field, name in zip(TOKEN_FIELDS, names)}
+
+
+def error_text(error) -> str:
+    """A CLI's error: the message of {"message": ...}, else the value itself ("" for none)."""
+    value = error.get("message") if isinstance(error, dict) else error
+    return str(value or "")
+
+
+def reason(text: str) -> str:
+    """A failure's reason, cut to what a result keeps."""
+    return text[:REASON_CHARS]
+
+
 def num(value) -> int:
     try:
         return int(value or 0)

@@ -27,7 +27,7 @@ from pytest_clawswe.harness.adapters._bundled import (
     BundledHarness,
     BundledOptions,
 )
-from pytest_clawswe.harness.adapters._node_common import num, parse_json
+from pytest_clawswe.harness.adapters._node_common import num, parse_json, reason, token_counts
 from pytest_clawswe.harness.gateway_urls import anthropic_base_url
 
 
@@ -94,7 +94,7 @@ def failure(data: dict | None) -> str:
         return "claude printed no JSON result"
     if data.get("is_error") or str(data.get("subtype", "")).startswith("error_during"):
         detail = data.get("api_error_status") or data.get("result") or data.get("subtype") or "an error"
-        return f"claude ended with {detail}"[:300]
+        return reason(f"claude ended with {detail}")
     return ""
 
 
@@ -103,10 +103,8 @@ def harness_usage(data: dict | None) -> dict:
         return {}
     usage = data.get("usage") or {}
     out = {
-        "input_tokens": num(usage.get("input_tokens")),
-        "output_tokens": num(usage.get("output_tokens")),
-        "cache_read_tokens": num(usage.get("cache_read_input_tokens")),
-        "cache_write_tokens": num(usage.get("cache_creation_input_tokens")),
+        **token_counts(usage, ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                               "cache_creation_input_tokens")),
         "turns": num(data.get("num_turns")),
         "subtype": data.get("subtype") or "",
         "stop_reason": data.get("stop_reason") or "",

@@ -28,7 +28,7 @@ from pytest_clawswe.harness.adapters._bundled import (
     BundledHarness,
     BundledOptions,
 )
-from pytest_clawswe.harness.adapters._node_common import num, parse_jsonl
+from pytest_clawswe.harness.adapters._node_common import error_text, num, parse_jsonl, reason
 from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 PROVIDER = "clawswe"
@@ -110,11 +110,10 @@ def failure(events: list[dict]) -> str:
     for event in events:
         if event.get("type") == "turn.failed":
             error = event.get("error") or {}
-            message = error.get("message") if isinstance(error, dict) else str(error)
-            return f"codex's turn failed: {message or 'no reason given'}"[:300]
+            return reason(f"codex's turn failed: {error_text(error) or 'no reason given'}")
     if not any(e.get("type") == "turn.completed" for e in events):
         errors = [e.get("message") for e in events if e.get("type") == "error" and e.get("message")]
-        return f"codex completed no turn{': ' + errors[-1] if errors else ''}"[:300]
+        return reason(f"codex completed no turn{': ' + errors[-1] if errors else ''}")
     return ""
 
 

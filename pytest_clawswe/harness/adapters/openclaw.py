@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, HarnessError
 from pytest_clawswe.harness.adapters._bundled import BundledHarness, BundledOptions
-from pytest_clawswe.harness.adapters._node_common import num, parse_json
+from pytest_clawswe.harness.adapters._node_common import error_text, num, parse_json, reason, token_counts
 from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 PROVIDER = "clawswe"
@@ -176,13 +176,12 @@ def failure(data: dict | None) -> str:
         return "openclaw printed no JSON result"
     if data.get("ok") is False:  # e.g. {"ok": false, "error": {"type": "cli_error", "message": "... HTTP 401 ..."}}
         error = data.get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-        return f"openclaw failed: {message or 'no reason given'}"[:300]
+        return reason(f"openclaw failed: {error_text(error) or 'no reason given'}")
     meta = data.get("meta") or {}
     stop = meta.get("stopReason") or (meta.get("completion") or {}).get("stopReason")
     if meta.get("aborted") or stop in ("error", "aborted"):
         error = meta.get("error") or meta.get("errorMessage") or stop
-        return f"openclaw's run ended with {error}"[:300]
+        return reason(f"openclaw's run ended with {error}")
     return ""
 
 
@@ -193,10 +192,7 @@ def harness_usage(data: dict | None) -> dict:
     agent = meta.get("agentMeta") or {}
     usage = agent.get("usage") or {}
     out = {
-        "input_tokens": num(usage.get("input")),
-        "output_tokens": num(usage.get("output")),
-        "cache_read_tokens": num(usage.get("cacheRead")),
-        "cache_write_tokens": num(usage.get("cacheWrite")),
+        **token_counts(usage, ("input", "output", "cacheRead", "cacheWrite")),
         "turns": num(agent.get("assistantTurns")),
         "tool_calls": num((meta.get("toolSummary") or {}).get("calls")),
         "stop_reason": meta.get("stopReason") or "",

@@ -169,7 +169,7 @@ class ItemRunner:
                 from pytest_clawswe.run.spending import unit_prices
 
                 self.gateway.ceiling = {"usd": cfg.max_instance_cost,
-                                        "prices": unit_prices(cfg.model, cfg.prices_file) or [0, 0, 0, 0]}
+                                        "prices": unit_prices(cfg.model.spec, cfg.prices_file) or [0, 0, 0, 0]}
 
     def provider_outcome(self, records: list[dict], result) -> str | None:
         """Read an ended agent's ledger lines (provider.py): the failed calls and the provider's own cost go

@@ -118,7 +118,7 @@ class InstancePhases:
         cfg, instance_id = self.config, s.instance.instance_id
         self._eval_ahead = EvalContainer(self.eval_client, s.row, cfg.run_id,
                                          {**self.labels, LABEL_INSTANCE: instance_id}, cfg.mem_limit)
-        s.ctx = ctx = AgentContext(instance_id, s.row, s.ws, s.work, cfg.model, s.deadline)
+        s.ctx = ctx = AgentContext(instance_id, s.row, s.ws, s.work, cfg.model.spec, s.deadline)
         if self.gateway is not None:
             address = s.ws.address(cfg.network)  # the token works from this sandbox only
             ctx.gateway_url, ctx.gateway_token = self.gateway.register(instance_id, s.row, ctx.workdir,
@@ -131,7 +131,7 @@ class InstancePhases:
     def _agent_usage(self, s: InstanceRun) -> None:
         if self.gateway is not None:  # counted even when the agent phase blew up
             s.result.usage = self.gateway.usage(s.instance.instance_id)
-        s.result.cost_usd = self.prices.cost_usd(s.result.usage, self.config.model)
+        s.result.cost_usd = self.prices.cost_usd(s.result.usage, self.config.model.spec)
 
     def _agent_end(self, s: InstanceRun) -> None:
         run, result = s.run, s.result

@@ -77,7 +77,7 @@ class InstanceRunner(InstancePhases, ItemRunner):
         self._eval_ahead: EvalContainer | None = None
         self._removals: list[threading.Thread] = []
         result = InstanceResult(instance.instance_id, run_id=cfg.run_id, harness=cfg.harness_name,
-                                model=cfg.model, language=instance.language, repo=instance.repo,
+                                model=cfg.model.spec, language=instance.language, repo=instance.repo,
                                 image=instance.image, docker_host=self.host_name)
         if self.health is not None:  # from the start: an item that ends in an error is marked too
             from pytest_clawswe.swe.health.marks import mark
@@ -245,7 +245,7 @@ class InstanceRunner(InstancePhases, ItemRunner):
         if after is not None:
             spent = Usage(*(getattr(after, f.name) - getattr(before, f.name) for f in fields(Usage)))
             record["usage"] = asdict(spent)
-            record["cost_usd"] = self.prices.cost_usd(spent, self.config.model)
+            record["cost_usd"] = self.prices.cost_usd(spent, self.config.model.spec)
         return record
 
 

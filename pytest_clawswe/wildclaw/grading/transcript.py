@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pytest_clawswe.errors import ItemError
+from pytest_clawswe.trajectory.requests import arguments as tool_arguments
 
 SESSION_PATH = "/root/.openclaw/agents/main/sessions/chat.jsonl"
 SETTLE_S = 60.0  # how long to wait for the recorder's writer to have written the attempt's calls (it is niced)
@@ -55,22 +56,12 @@ def _text_blocks(content) -> list[dict]:
     return blocks
 
 
-def _args(raw) -> dict:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        value = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
-    except ValueError:
-        return {"input": raw}
-    return value if isinstance(value, dict) else {"input": value}
-
-
 def _thinking(text) -> list[dict]:
     return [{"type": "thinking", "thinking": text}] if isinstance(text, str) and text else []
 
 
 def _tool_call(call_id, name, arguments) -> dict:
-    return {"type": "toolCall", "id": str(call_id or ""), "name": str(name or ""), "arguments": _args(arguments)}
+    return {"type": "toolCall", "id": str(call_id or ""), "name": str(name or ""), "arguments": tool_arguments(arguments)}
 
 
 def _tool_result(call_id: str, name: str, content, is_error: bool = False) -> dict:

@@ -72,16 +72,21 @@ def build(runs: list[Path], out: Path) -> dict[str, list[Path]]:
 
 
 def _bars(cats: pd.DataFrame, path: Path) -> Path:
+    wide = cats.assign(config=cats["harness"] + " / " + cats["model"]).pivot(index="category", columns="config",
+                                                                             values="score")
+    return _bar_chart(wide, path, "mean score (%)", "WildClawBench: score per category", rot=20)
+
+
+def _bar_chart(wide: pd.DataFrame, path: Path, ylabel: str, title: str, rot: int) -> Path:
+    """One bar per column in each row's group, scores 0-100, saved as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    wide = cats.assign(config=cats["harness"] + " / " + cats["model"]).pivot(index="category", columns="config",
-                                                                             values="score")
-    ax = wide.plot.bar(figsize=(8, 4), rot=20, ylim=(0, 100))
-    ax.set_ylabel("mean score (%)")
-    ax.set_title("WildClawBench: score per category")
+    ax = wide.plot.bar(figsize=(8, 4), rot=rot, ylim=(0, 100))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     plt.tight_layout()
     ax.figure.savefig(path, dpi=120)
     plt.close(ax.figure)
@@ -101,19 +106,8 @@ def build_published(out: Path, source: Path = PUBLISHED) -> dict[str, list[Path]
 
 
 def _published_bars(harness: pd.DataFrame, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     wide = harness.pivot(index="model", columns="harness", values="score_pct")
-    ax = wide.plot.bar(figsize=(8, 4), rot=0, ylim=(0, 100))
-    ax.set_ylabel("score (%)")
-    ax.set_title("WildClawBench (published): model x harness")
-    plt.tight_layout()
-    ax.figure.savefig(path, dpi=120)
-    plt.close(ax.figure)
-    return path
+    return _bar_chart(wide, path, "score (%)", "WildClawBench (published): model x harness", rot=0)
 
 
 def run(run_dirs: list[Path], args) -> dict[str, list[Path]]:

@@ -93,9 +93,9 @@ def check_suite(client, root: Path, *, jobs: int = 2, harness: str = "openclaw",
         raise UserError(f"{root}: no task files (expected tasks/<category>/*.md or *.md files)")
     images = ensure_images(client, progress)
     if task_image:
-        from pytest_clawswe.wildclaw.task.images import _exists
+        from pytest_clawswe.engine.images.build import _image_exists
 
-        if not _exists(client, task_image):
+        if not _image_exists(client, task_image):
             raise UserError(f"--task-image {task_image}: no such image on this Docker engine; load it first "
                             "(docker load -i FILE) or leave --task-image out")
         images = (task_image, images[1])

@@ -60,18 +60,10 @@ def grader_image_tag() -> str:
     return f"clawswe-wildclaw-grader:{_hash(files, _node_args())}"
 
 
-def _exists(client, tag: str) -> bool:
-    try:
-        client.images.get(tag)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
-
-
 def _build(client, files: dict, tag: str, progress, buildargs: dict) -> None:
     # one build per host at a time (xdist workers); the others say they wait, and reuse it
     with build._build_lock(tag, progress):
-        if _exists(client, tag):
+        if build._image_exists(client, tag):
             return
         progress(f"building {tag} (once; later runs reuse it; the task image takes minutes)")
         start = time.monotonic()
@@ -87,9 +79,9 @@ def ensure_images(client, progress=print) -> tuple[str, str]:
     """(task image, grader image), built if missing."""
     task, grader = task_image_tag(), grader_image_tag()
     mirrors = {k: v for k, v in build._mirror_args().items() if k in ("DEBIAN_MIRROR", "NPM_REGISTRY")}
-    if not _exists(client, task):
+    if not build._image_exists(client, task):
         _build(client, _task_files(), task, progress, {**_node_args(), **mirrors})
-    if not _exists(client, grader):
+    if not build._image_exists(client, grader):
         _build(client, {"Dockerfile": DOCKER_DIR / "grader.Dockerfile"}, grader, progress, {"TASK_IMAGE": task})
     return task, grader
 
@@ -98,7 +90,7 @@ def check_task_image(client, image: str) -> None:
     """--task-image: the image must be on the engine already (loaded, never pulled: no Docker Hub here)."""
     import pytest
 
-    if not _exists(client, image):
+    if not build._image_exists(client, image):
         raise pytest.UsageError(f"--task-image {image}: no such image on this Docker engine; load it first "
                                 "(docker load -i FILE) or leave --task-image out to use the task image built here")
 
