@@ -111,7 +111,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     from pytest_clawswe.engine.kube import namespace
-    from pytest_clawswe.engine.kube.api import Cluster
+    from pytest_clawswe.engine.kube.cluster import Cluster
     from pytest_clawswe.run.kube_run import KubeRun
 
     cfg = RunConfig("bench-kube-overhead", Path("."), "oracle", "", registry=args.registry)

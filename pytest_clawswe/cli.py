@@ -13,7 +13,7 @@ from pytest_clawswe.errors import UserError
 
 # the core's commands: module -> it defines add_cli(subparsers), and the parsers it adds set `func(args) -> int`;
 # each installed benchmark adds its own (Benchmark.add_cli)
-COMMAND_MODULES = ["harness.command", "report.command", "report.compare", "run.clean", "report.export",
+COMMAND_MODULES = ["harness.cli", "report.cli", "report.compare", "run.clean", "report.export",
                    "trajectory.view", "run.regrade.cli"]
 
 

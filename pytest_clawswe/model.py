@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SCRIPTED = "scripted"  # the provider name of the model the gateway plays itself
-# the scripted model's modes: gold/noop/hang play a harness's turns (gateway/scripted/model.py), judge and vision
-# answer WildClawBench's judge and vision tool from fixtures (gateway/scripted/fixtures.py)
+# the scripted model's modes: gold/noop/hang play a harness's turns (gateway/scripted/responder.py), judge and vision
+# answer WildClawBench's judge and vision tool from fixtures (gateway/scripted/solutions.py)
 GOLD, NOOP, HANG, JUDGE, VISION = "gold", "noop", "hang", "judge", "vision"
 SCRIPTED_MODES = (GOLD, NOOP, HANG, JUDGE, VISION)
 NO_MODEL = "No model was given: pass --model, e.g. --model scripted/gold or --model openrouter/<model>."

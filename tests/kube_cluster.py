@@ -32,7 +32,7 @@ class KubeCluster:
 
     def cluster(self):
         """The engine's Cluster object for this cluster (KUBECONFIG set for this process)."""
-        from pytest_clawswe.engine.kube.api import Cluster
+        from pytest_clawswe.engine.kube.cluster import Cluster
 
         os.environ["KUBECONFIG"] = self.kubeconfig
         return Cluster(self.context)

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from pytest_clawswe.gateway.protocols import CHAT, MESSAGES
-from pytest_clawswe.gateway.scripted.model import ScriptedModel
+from pytest_clawswe.gateway.scripted.responder import ScriptedModel
 from pytest_clawswe.usage import Usage
 
 sys.path.insert(0, str(Path(__file__).parent))

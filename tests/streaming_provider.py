@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES
-from pytest_clawswe.gateway.scripted.fixtures import SolutionModel
+from pytest_clawswe.gateway.scripted.solutions import SolutionModel
 from pytest_clawswe.usage import Usage
 
 sys.path.insert(0, str(Path(__file__).parent))

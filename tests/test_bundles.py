@@ -10,7 +10,7 @@ import pytest
 from pytest_clawswe.cli import UserError
 from pytest_clawswe.errors import BundleBuildError
 from pytest_clawswe.harness import bundles
-from pytest_clawswe.harness import command as bundle_command
+from pytest_clawswe.harness import cli as bundle_command
 from pytest_clawswe.harness import recipes as harness_recipes
 
 BASES = ["debian:bullseye-slim", "debian:bookworm-slim"]  # glibc 2.31 and 2.36; neither has Python or Node

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.engine.kube import lock, pod_exec
-from pytest_clawswe.engine.kube.api import dns_label, label_value, labels_and_annotations
+from pytest_clawswe.engine.kube.cluster import dns_label, label_value, labels_and_annotations
 from pytest_clawswe.engine.kube.pod_spec import LABEL_NETWORK, network_label, pod_body, quantity
 from pytest_clawswe.engine.workspace import OutputTail
 

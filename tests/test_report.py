@@ -11,7 +11,7 @@ import pytest
 
 from pytest_clawswe.cli import UserError
 from pytest_clawswe.files import write_atomic
-from pytest_clawswe.report import command as report
+from pytest_clawswe.report import cli as report
 from pytest_clawswe.swe.paths import PUBLISHED_RESULTS
 from pytest_clawswe.swe.report import published
 from pytest_clawswe.swe.report.columns import columns_from_runs, load_runs, pareto_front

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.gateway.protocols import RequestView, ToolSpec
-from pytest_clawswe.gateway.scripted.model import (
+from pytest_clawswe.gateway.scripted.responder import (
     CHUNK_CHARS,
     MINI_FINISH_COMMAND,
     ScriptedModel,

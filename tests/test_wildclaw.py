@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, ToolSpec
-from pytest_clawswe.gateway.scripted.fixtures import ScriptedJudge, SolutionModel, scripted_for
-from pytest_clawswe.gateway.scripted.model import ScriptedModel
+from pytest_clawswe.gateway.scripted.solutions import ScriptedJudge, SolutionModel, scripted_for
+from pytest_clawswe.gateway.scripted.responder import ScriptedModel
 from pytest_clawswe.wildclaw import results as outputs
 from pytest_clawswe.wildclaw.grading.grader import judge_failure
 from pytest_clawswe.wildclaw.options import DEMO_DIR

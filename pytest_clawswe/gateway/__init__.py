@@ -18,7 +18,7 @@ contract.py holds what the two sides agree on.
 """
 from pytest_clawswe.gateway.control.admin_api import GatewayClient, GatewayError, read_usage
 from pytest_clawswe.gateway.control.process import GatewayProcess
-from pytest_clawswe.gateway.scripted.model import ScriptedModel
+from pytest_clawswe.gateway.scripted.responder import ScriptedModel
 from pytest_clawswe.gateway.upstream.providers import Upstream, check_upstream
 from pytest_clawswe.gateway.upstream.shaping import describe as describe_shaping
 

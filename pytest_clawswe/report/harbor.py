@@ -259,7 +259,7 @@ def job_result(name: str, info: dict, results: list[dict], retried: int) -> dict
 
 
 def _cli(args) -> int:
-    from pytest_clawswe.report.command import find_runs
+    from pytest_clawswe.report.cli import find_runs
     from pytest_clawswe.run.benchmark import benchmark_classes
 
     *given, out = args.paths

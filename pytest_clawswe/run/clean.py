@@ -122,7 +122,7 @@ def _cli(args) -> int:
     n = 0
     if args.kubernetes is not None:  # a cluster's run namespaces (engine/kube/namespace.py), then this machine's engine
         from pytest_clawswe.engine.kube import namespace
-        from pytest_clawswe.engine.kube.api import Cluster
+        from pytest_clawswe.engine.kube.cluster import Cluster
 
         try:
             n += namespace.clean(Cluster(args.kubernetes or None), args.run_id, args.dry_run, include_live=args.all)

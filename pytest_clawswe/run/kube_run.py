@@ -30,7 +30,7 @@ def from_config(config: pytest.Config, cfg) -> "KubeRun | None":
     if not cfg.registry:
         raise pytest.UsageError("--kubernetes needs --registry HOST:PORT: a registry this machine's Docker engine "
                                 "pushes to and the cluster's nodes pull from")
-    from pytest_clawswe.engine.kube.api import Cluster
+    from pytest_clawswe.engine.kube.cluster import Cluster
 
     try:
         return KubeRun(Cluster(context or None), cfg)

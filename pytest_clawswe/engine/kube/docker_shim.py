@@ -20,7 +20,7 @@ import docker.errors
 from docker.models.containers import ExecResult
 
 from pytest_clawswe.engine.kube import pod_exec
-from pytest_clawswe.engine.kube.api import ApiError, dns_label
+from pytest_clawswe.engine.kube.cluster import ApiError, dns_label
 from pytest_clawswe.engine.kube.pod_spec import SANDBOX, pod_body
 from pytest_clawswe.engine.kube.pod_status import wait_running
 from pytest_clawswe.engine.workspace import MAX_EXEC_OUTPUT

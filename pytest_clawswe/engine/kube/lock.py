@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from pytest_clawswe.engine.kube import pod_exec
-from pytest_clawswe.engine.kube.api import ApiError, dns_label
+from pytest_clawswe.engine.kube.cluster import ApiError, dns_label
 from pytest_clawswe.engine.kube.pod_spec import LABEL_NETWORK, pod_body
 from pytest_clawswe.engine.kube.pod_status import wait_running
 from pytest_clawswe.errors import InfraError, UserError

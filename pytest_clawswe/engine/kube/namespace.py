@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from pytest_clawswe.engine.kube.api import ApiError, dns_label, label_value
+from pytest_clawswe.engine.kube.cluster import ApiError, dns_label, label_value
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_OWNER, LABEL_RUN, owner_alive, owner_label
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_clawswe.engine.kube.api import labels_and_annotations
+from pytest_clawswe.engine.kube.cluster import labels_and_annotations
 from pytest_clawswe.labels import LABEL_ROLE, LABEL_RUN
 
 SANDBOX, STOPPER = "sandbox", "stopper"

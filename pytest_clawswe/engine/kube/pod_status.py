@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from pytest_clawswe.engine.kube.api import ApiError
+from pytest_clawswe.engine.kube.cluster import ApiError
 from pytest_clawswe.engine.kube.pod_spec import SANDBOX, STOPPER
 from pytest_clawswe.errors import InfraError
 

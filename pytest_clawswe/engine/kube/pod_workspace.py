@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_clawswe.engine.kube import pod_exec
-from pytest_clawswe.engine.kube.api import ApiError, dns_label
+from pytest_clawswe.engine.kube.cluster import ApiError, dns_label
 from pytest_clawswe.engine.kube.pod_files import PodFiles
 from pytest_clawswe.engine.kube.pod_spec import SANDBOX, STOPPER, pod_body
 from pytest_clawswe.engine.kube.pod_status import wait_running

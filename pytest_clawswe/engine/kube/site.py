@@ -6,7 +6,7 @@ import functools
 import threading
 import time
 
-from pytest_clawswe.engine.kube.api import ApiError, Cluster
+from pytest_clawswe.engine.kube.cluster import ApiError, Cluster
 from pytest_clawswe.engine.kube.images import ImagePublisher
 from pytest_clawswe.errors import InfraError
 

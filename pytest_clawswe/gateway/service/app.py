@@ -21,7 +21,7 @@ from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.gateway.protocols import CHAT, MESSAGES, RESPONSES, Protocol
 from pytest_clawswe.gateway.record.calls import Recorder
 from pytest_clawswe.gateway.record.ledger import bounded, make_record
-from pytest_clawswe.gateway.scripted.model import HangingModel, scripted_usage
+from pytest_clawswe.gateway.scripted.responder import HangingModel, scripted_usage
 from pytest_clawswe.gateway.service import cost_ceiling
 from pytest_clawswe.gateway.service.admin import AdminRoutes
 from pytest_clawswe.gateway.service.answers import CLIENT_GONE, AnswerPassing

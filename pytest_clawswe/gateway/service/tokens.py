@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_clawswe.gateway.record import ledger
-from pytest_clawswe.gateway.scripted.fixtures import scripted_for
-from pytest_clawswe.gateway.scripted.model import ScriptedModel
+from pytest_clawswe.gateway.scripted.solutions import scripted_for
+from pytest_clawswe.gateway.scripted.responder import ScriptedModel
 from pytest_clawswe.gateway.upstream.providers import Upstream, check_upstream, parse_model, resolve
 from pytest_clawswe.gateway.upstream.shaping import Shaping
 from pytest_clawswe.usage import Usage

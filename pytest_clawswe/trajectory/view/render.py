@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from pytest_clawswe.errors import UserError
 from pytest_clawswe.files import write_atomic
-from pytest_clawswe.trajectory.view import model
+from pytest_clawswe.trajectory.view import page_data
 
 TEMPLATES = Path(__file__).with_name("templates")
 # where the recorder's files may sit in a run folder; each is checked to be ATIF before it gets a page
@@ -70,7 +70,7 @@ def _outcome_class(view: dict) -> str:
 
 def render(trajectory: dict) -> str:
     """The self-contained HTML page of one ATIF trajectory."""
-    view = model.build(trajectory)
+    view = page_data.build(trajectory)
     css, script, script_hash = _assets()
     return _env().get_template("trajectory.html.j2").render(
         v=view, css=css, script=script, script_hash=script_hash, outcome_class=_outcome_class(view))
@@ -111,7 +111,7 @@ def viewer_path(trajectory_file: Path) -> Path:
 
 def _row(path: Path, page: Path, data: dict, root: Path) -> dict:
     own = (data.get("extra") or {}).get("clawswe") or {}
-    view = model.build(data)
+    view = page_data.build(data)
     attempt = own.get("attempt")
     return {"item_id": str(own.get("item_id") or path.stem), "attempt": attempt if isinstance(attempt, int) else 1,
             "outcome": str(own.get("outcome") or ""), "score": view["score"], "steps": view["totals"]["steps"],

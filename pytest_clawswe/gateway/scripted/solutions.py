@@ -32,7 +32,7 @@ import subprocess
 
 from pytest_clawswe.model import JUDGE, VISION, Model
 from pytest_clawswe.gateway.protocols import Reply, RequestView
-from pytest_clawswe.gateway.scripted.model import (
+from pytest_clawswe.gateway.scripted.responder import (
     HANG_MODE,
     MAX_TURNS,
     HangingModel,
