@@ -43,6 +43,19 @@ def test_purge_leaves_only_the_base_history(docker_client, python_demo):
         assert "core.excludesfile" in ws.exec("git config --system --list").stdout.lower()
 
 
+def test_a_remote_head_symref_is_removed_not_followed(docker_client, python_demo):
+    """A clone's refs/remotes/origin/HEAD points at origin's branch: deleting every ref through the symref
+    deleted its target twice and git refused the whole update ("multiple updates ... via symref")."""
+    base = load_row(python_demo)["base_commit"]
+    with Workspace(docker_client, python_demo.image, labels={LABEL_RUN: "t-prep"}) as ws:
+        ws.exec("cd /testbed && git update-ref refs/remotes/origin/main HEAD "
+                "&& git symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/main", check=True)
+        prep.prepare(ws, base, gitignore=False)
+        refs = ws.exec("cd /testbed && git for-each-ref --format='%(refname)'", check=True).stdout.split()
+        assert not [r for r in refs if r.startswith("refs/remotes/")], refs
+        prep.check_purged(ws, base)
+
+
 def test_demo_images_have_a_future_that_preparation_removes(docker_client, demo_instances, demo_images):
     for inst in demo_instances:
         row = load_row(inst)

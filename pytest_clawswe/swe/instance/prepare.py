@@ -69,8 +69,9 @@ git clean -fdq
 # Every ref but our branch and the tags already in base's history goes.
 git tag --merged "$base" --format='refs/tags/%(refname:short)' > /tmp/.keep-refs
 echo "refs/heads/$branch" >> /tmp/.keep-refs
+# (--no-deref: a symbolic ref such as refs/remotes/origin/HEAD goes itself, its target is deleted once on its own)
 git for-each-ref --format='%(refname)' | grep -vxF -f /tmp/.keep-refs | sed 's/^/delete /' \
-  | git update-ref --stdin
+  | git update-ref --no-deref --stdin
 rm -f /tmp/.keep-refs
 git worktree prune
 cd .git
