@@ -7,6 +7,7 @@ the instance, and with no patch every FAIL_TO_PASS test fails while PASS_TO_PASS
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import uuid
 from pathlib import Path
@@ -179,6 +180,41 @@ def test_build_reuses_an_up_to_date_image_and_rebuilds_a_changed_one(engine, scr
     assert engine.images.get(scratch_image).id != first
     with pytest.raises(docker.errors.ImageNotFound):  # the replaced version is not left behind
         engine.images.get(first)
+
+
+@pytest.mark.docker
+def test_a_rebuild_leaves_no_copy_of_the_replaced_version(engine, scratch_image, tmp_path, python_demo):
+    """The replaced version had an image prepared from it and a registry name (a cluster run pushed it): both kept
+    it on the disk as a dangling copy (20 of them, 7.9 GB, had gathered on a developer's machine)."""
+    from pytest_clawswe.swe.dataset import load_row
+    from pytest_clawswe.swe.instance import prepare
+
+    ctx = tmp_path / "context"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(f"FROM {python_demo.image}\nCOPY a.txt /a.txt\n")
+    (ctx / "a.txt").write_text("one")
+    inst = {"instance_id": "clawswe__scratch-4", "image": scratch_image, images.TASK_DIR: str(ctx)}
+    images.build_images([inst], engine, progress=lambda line: None)
+    first = engine.images.get(scratch_image)
+    child, _ = prepare.prepared_image(engine, scratch_image, load_row(python_demo)["base_commit"], False,
+                                      {}, progress=lambda line: None)
+    remote, version = f"127.0.0.1:5999/{scratch_image}".rsplit(":", 1)
+    first.tag(remote, version)
+    (ctx / "a.txt").write_text("two")
+    images.ensure_instance_image(inst, engine, progress=lambda line: None)
+    left = [name for name in (child, f"{remote}:{version}", first.id) if _image_exists(engine, name)]
+    for name in left:  # (children first: an image with children cannot go)
+        with contextlib.suppress(docker.errors.APIError):
+            engine.images.remove(name, force=True)
+    assert left == []
+
+
+def _image_exists(engine, name: str) -> bool:
+    try:
+        engine.images.get(name)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
 
 
 @pytest.mark.docker

@@ -21,6 +21,7 @@ from pytest_clawswe.engine.images.build import BuildProgress
 from pytest_clawswe.errors import ClawsweError, InfraError, UserError
 from pytest_clawswe.labels import LABEL_CONTEXT_HASH as HASH_LABEL
 from pytest_clawswe.labels import LABEL_IMAGE_INSTANCE as INSTANCE_LABEL
+from pytest_clawswe.labels import LABEL_PREPARED
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 
 # the key under which an instance dict carries its task folder (from swebench's task_paths)
@@ -122,12 +123,25 @@ def _build_one(client, instance: dict, prefix: str, force: bool, progress: Progr
         reason = (last_error or "no image was produced").splitlines()[-1][:200]
         raise ImageError(f"Building the image for {iid} failed ({reason}); see {log_path}.")
     progress(f"{prefix} built {tag} in {time.monotonic() - started:.0f}s")
-    # the version this build replaced is now untagged: drop it unless something still uses it
     if previous is not None and previous.id != image.id and HASH_LABEL in (previous.labels or {}):
-        try:
-            client.images.remove(previous.id)
-        except docker.errors.APIError:
-            pass
+        _drop_replaced(client, previous, tag)
+
+
+def _drop_replaced(client, previous, tag: str) -> None:
+    """The version a build replaced, now untagged, off the disk unless a container still uses it: with the images
+    prepared from it (swe/instance/prepare.py: its children, stale with it) and its registry names (pushed by a run
+    on a cluster, engine/images/registry.py: `<registry>/<tag>`), which would otherwise keep it as a dangling copy."""
+    try:
+        for child in client.images.list(filters={"label": LABEL_PREPARED}):
+            if child.attrs.get("Parent") == previous.id:
+                client.images.remove(child.id)
+        for name in previous.tags:
+            if name.endswith("/" + tag):
+                client.images.remove(name)
+        client.images.remove(previous.id)
+    except docker.errors.APIError:
+        pass  # in use (a container of another run): it stays, dangling; `docker image prune --filter
+        # label=clawswe.instance-id` removes it once free
 
 
 def build_images(
