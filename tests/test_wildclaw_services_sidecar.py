@@ -1,4 +1,6 @@
 """The services sidecar beside a real agent-like container: reachable on localhost, nothing else shared."""
+import contextlib
+import io
 import json
 import uuid
 
@@ -191,3 +193,26 @@ def test_search_from_inside_is_counted_and_refused_past_the_budget(docker_client
     assert statuses == ["200"] * 4 + ["403"]
     searched = view("search", read_log(log_path(audit_dir, "search")))
     assert searched["query_count"] == 4 and [q["query"] for q in searched["refused_queries"]] == ["one too many"]
+
+
+def test_a_new_version_keeps_the_newest_other_versions_and_those_in_use(docker_client, image):
+    """Every other version's image was removed when a version was built: another checkout's run, about to start a
+    sidecar from its own version, lost it. Versions here: images of a label of this test's own, built in turn."""
+    from pytest_clawswe.wildclaw.services.sidecar_image import drop_old_versions
+
+    label = f"clawswe-test.versions-{uuid.uuid4().hex[:8]}"
+    ids = []
+    for n in range(6):  # oldest first
+        built, _ = docker_client.images.build(fileobj=io.BytesIO(f"FROM {image}\nLABEL {label}=v{n}\n".encode()),
+                                              rm=True)
+        ids.append(built.id)
+    in_use = docker_client.containers.create(ids[0], command="true", labels={LABEL_RUN: "t-wcs-versions"})
+    try:
+        drop_old_versions(docker_client, ids[-1], label=label, keep=3)
+        left = {i.id for i in docker_client.images.list(filters={"label": label})}
+        assert left == {ids[0], *ids[2:]}  # the newest three others, the current one, and the one in use
+    finally:
+        in_use.remove(force=True)
+        for image_id in ids:
+            with contextlib.suppress(docker.errors.APIError):
+                docker_client.images.remove(image_id, force=True)
