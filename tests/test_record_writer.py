@@ -70,6 +70,23 @@ def test_a_secret_in_any_form_is_scrubbed_with_or_without_a_probe_hit(tmp_path):
     assert escaped not in text and text.count("[redacted]") == 4 and "nothing secret here" in text
 
 
+def test_a_redaction_next_to_an_escape_leaves_the_line_json(tmp_path):
+    """A key that begins with a JSON escape's letter (an `nvapi-` key), written just after that escape (a line
+    break before the key's rest), or that begins inside a unicode escape, was redacted into a backslash and
+    `[redacted]`: the line was no longer JSON and was dropped when read (the call lost from the record)."""
+    key, hexy = "nvapi-Kq8ZrT3vW9xY2aB5cD7eF1gH4", "00e9Kq8ZrT3vW9xY2aB5cD7e"
+    writer = record_writer.Writer(tmp_path, 0, 64 << 20, [key, hexy])
+    texts = [r"line\n" + key[1:], rf"x\\{key} y", r"caf\u" + hexy, r"\\\n" + key[1:]]  # as JSON text
+    for n, text in enumerate(texts):
+        body = b'{"messages": [{"role": "user", "content": "' + text.encode() + b'"}]}'
+        json.loads(body)  # the harness sent JSON
+        writer.call(_head("near", "clawswe-token-near", n), body, ANSWER)
+    writer.close()
+    lines = (tmp_path / "calls" / "near.jsonl").read_text().splitlines()
+    contents = [json.loads(line)["request"]["messages"][0]["content"] for line in lines]
+    assert contents == ["line[redacted]", "x\\[redacted] y", "caf[redacted]", "\\[redacted]"]
+
+
 def test_the_request_goes_in_as_sent_on_one_line_and_odd_bodies_are_parsed(tmp_path):
     writer = record_writer.Writer(tmp_path, 0, 64 << 20, [])
     request = {"model": "m", "messages": [{"role": "user", "content": "two\nlines and é"}], "n": 1.5}

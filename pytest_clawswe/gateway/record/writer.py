@@ -67,7 +67,7 @@ class Scrubber:
                     continue
             line = self._redactor(secret).scrub(line)
             lowered = None
-        return line
+        return redact.mend_escapes(line)
 
     def _cached_forms(self, secret: str) -> tuple[tuple[bytes, ...], bytes]:
         found = self._forms.get(secret)

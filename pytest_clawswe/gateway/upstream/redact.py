@@ -20,6 +20,17 @@ import re
 REDACTED = b"[redacted]"
 # \u00XX for XX in 20-7f: what a JSON encoder writes for an ASCII character it did not have to escape
 _ASCII_ESCAPE = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
+# an odd run of backslashes (the last one an escape's), or a \uXXXX cut short, right before [redacted]
+_CUT_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\(?:u[0-9a-fA-F]{0,3})?" + re.escape(REDACTED))
+
+
+def mend_escapes(json_text: bytes) -> bytes:
+    """JSON text scrubbed by a Redactor, made JSON again where a form was found right after an escape's backslash
+    or inside a \\uXXXX (`\\[redacted]`, `\\u0[redacted]`): the escape's start goes with the form. Only for JSON text:
+    in a plain text (a stream's deltas) that backslash is a character of its own."""
+    if REDACTED not in json_text or b"\\" not in json_text:
+        return json_text
+    return _CUT_ESCAPE.sub(rb"\1" + REDACTED, json_text)
 
 
 @functools.lru_cache(maxsize=64)  # computed once per key, not per request
