@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from harbor.models.job.config import JobConfig
+from harbor.models.job.lock import TrialLock
 from harbor.models.job.result import JobResult
 from harbor.models.trajectories import Trajectory
 from harbor.models.trial.config import TrialConfig
@@ -54,6 +55,7 @@ for job_name in scanner.list_jobs():
         folder = job / trial_name
         load(TrialConfig, folder / "config.json")
         trial = load(TrialResult, folder / "result.json")
+        lock = load(TrialLock, folder / "lock.json")
         assert scanner.get_trial_result(job_name, trial_name) is not None, trial_name
         steps = None
         if (folder / "agent" / "trajectory.json").is_file():
@@ -65,7 +67,9 @@ for job_name in scanner.list_jobs():
             "agent": f"{trial.agent_info.name}@{trial.agent_info.version}",
             "phases": {p: getattr(trial, p) is not None
                        for p in ("environment_setup", "agent_setup", "agent_execution", "verifier")},
-            "tokens": trial.compute_token_cost_totals()}
+            "tokens": trial.compute_token_cost_totals(),
+            "lock": {"task": lock.task.name, "digest": lock.task.digest, "agent": lock.agent.name,
+                     "agent_timeout_multiplier": lock.agent_timeout_multiplier}}
     seen["jobs"][job_name] = {"n_total_trials": result.n_total_trials, "trials": trials,
                               "evals": {k: v.metrics for k, v in result.stats.evals.items()},
                               "n_errored_trials": result.stats.n_errored_trials, "n_retries": result.stats.n_retries}

@@ -252,6 +252,21 @@ def test_bad_input_is_refused_in_one_sentence_before_anything_is_written(runs, t
 
 
 @pytest.mark.timeout(1200)  # the first use builds Harbor's venv (a few minutes; cached after)
+def test_each_trial_has_its_log_and_lock(exported):
+    """The viewer's Log and Lock tabs read trial.log and lock.json (they answered 404 for our exports before)."""
+    for trial in sorted(p for p in exported.glob("*/*") if (p / "result.json").is_file() and p.name != "result.json"):
+        lock = json.loads((trial / "lock.json").read_text())
+        result = json.loads((trial / "result.json").read_text())
+        assert lock["task"]["name"] == result["task_name"] and lock["agent"] == result["config"]["agent"], trial
+        log = (trial / "trial.log").read_text()
+        if result["agent_execution"] is not None:
+            assert "agent_execution started" in log and "agent_execution ended" in log, (trial, log)
+        if result["exception_info"] is not None:
+            assert result["exception_info"]["exception_type"] in log, (trial, log)
+    resolved = (exported / "swe-run" / "demo__resolved__attempt-1" / "trial.log").read_text().splitlines()
+    assert resolved[0].endswith("environment_setup started") and resolved[-1].endswith("rewards: reward 1")
+
+
 def test_harbors_own_models_read_every_file(exported, harbor_python):  # noqa: F811
     seen = _harbor_reads(harbor_python, exported)
     swe = seen["jobs"]["swe-run"]
@@ -265,6 +280,10 @@ def test_harbors_own_models_read_every_file(exported, harbor_python):  # noqa: F
     assert swe["trials"]["demo__error__attempt-1"]["rewards"] is None
     wild = seen["jobs"]["wild-run"]["trials"]["01_demo_task__attempt-1"]
     assert wild["rewards"] == {"reward": 0.75, "file_ok": 1.0, "judge": 0.5} and wild["reward_valid"]
+    # lock.json, Harbor's TrialLock (its viewer's Lock tab; it answered 404 before): the task as given and the agent
+    assert resolved["lock"]["task"] == "demo__resolved" and resolved["lock"]["agent"] == "sdk"
+    assert resolved["lock"]["digest"] == "sha256:" + json.loads(
+        (exported / "swe-run" / "demo__resolved__attempt-1" / "result.json").read_text())["task_checksum"]
 
 
 def _harbor_reads(python: Path, out: Path) -> dict:

@@ -157,6 +157,10 @@ def test_harbor_view_serves_each_trials_reward_timing_and_trajectory(exported, v
                 assert trial[phase]["started_at"] < trial[phase]["finished_at"], (name, phase)
             trajectory = _get(viewer, quoted + "/trajectory")
             assert trajectory == json.loads((exported / job / name / "agent" / "trajectory.json").read_text())
+            # the Lock and Log tabs (404 before: "No lock.json file found", "No trial.log file found")
+            assert _get(viewer, quoted + "/files/lock.json")["task"]["name"] == trial["task_name"]
+            with urllib.request.urlopen(viewer + quoted + "/files/trial.log", timeout=30) as answer:
+                assert "agent_execution started" in answer.read().decode()
             verifier = _get(viewer, quoted + "/verifier-output")
             assert verifier["reward"] == trial["verifier_result"]["rewards"]
             if job == "swe-demo":

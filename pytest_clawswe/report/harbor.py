@@ -210,7 +210,10 @@ def _item_trials(run_dir: Path, benchmark, info: dict, item, job_dir: Path, pric
             "verifier_result": {"rewards": rewards} if rewards is not None else None,
             "exception_info": trial.exception_info(result, last, _ended(timing, result, last)),
             **timing.to_json()}
-        files = {"config.json": _dump(config), "result.json": _dump(trial_result)}
+        files = {"config.json": _dump(config), "result.json": _dump(trial_result),
+                 "lock.json": _dump(trial.trial_lock(item_id, source, str(trial_result["task_checksum"]), agent,
+                                                     info.get("budget_factor"))),
+                 "trial.log": trial.trial_log(timing, trial_result["exception_info"], rewards)}
         if doc is not None:
             files["agent/trajectory.json"] = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
         if last:

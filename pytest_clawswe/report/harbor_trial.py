@@ -168,3 +168,31 @@ def reward_details(score: float, criteria: list[dict]) -> dict:
             row["reasoning"] = criterion["note"]
         rows.append(row)
     return {"reward": {"kind": "grade", "score": score, "criteria": rows}}
+
+
+def trial_lock(item_id: str, source: str, checksum: str, agent: dict, budget_factor) -> dict:
+    """Harbor's TrialLock (lock.json: the trial's resolved inputs, its viewer's Lock tab): the task as given (the
+    checksum of its prompt), the agent as configured, the environment; a WildClawBench budget factor is Harbor's
+    agent timeout multiplier."""
+    lock = {"schema_version": 2, "task": {"name": item_id, "type": "local", "digest": f"sha256:{checksum}",
+                                          "source": source, "path": item_id},
+            "agent": agent, "environment": {"type": "docker"}, "verifier": {}}
+    if isinstance(budget_factor, (int, float)) and not isinstance(budget_factor, bool) and budget_factor != 1:
+        lock["agent_timeout_multiplier"] = float(budget_factor)
+    return lock
+
+
+def trial_log(timing: Timing, exception: dict | None, rewards: dict | None) -> str:
+    """The trial's log (trial.log, its viewer's Log tab), from what the run recorded: each phase's start and end in
+    the order they ran, then how the attempt ended."""
+    events = []
+    for phase, (begun, ended) in timing.phases.items():
+        events += [(begun, 1, f"{phase} started"), (ended, 0, f"{phase} ended")]  # an end before a start at once
+    lines = [f"{iso(moment)} {text}" for moment, _, text in sorted(events, key=lambda e: (e[0], e[1]))]
+    end = iso(timing.finished_at) or ""
+    if exception is not None:
+        lines.append(f"{exception['occurred_at']} {exception['exception_type']}: {exception['exception_message']}")
+    if rewards is not None:
+        lines.append(f"{end} rewards: " + ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{k} {v}"
+                                                    for k, v in rewards.items()))
+    return "\n".join(lines) + "\n" if lines else "(no phase of this attempt was recorded)\n"
