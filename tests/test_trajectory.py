@@ -128,10 +128,12 @@ def test_every_call_is_recorded_and_its_trajectory_is_atif(gw, tmp_path, protoco
     (folder / "eval").mkdir()
     (folder / "eval" / "report.json").write_text(json.dumps({instance: {"tests_status": {
         "FAIL_TO_PASS": {"success": ["t1"], "failure": []}, "PASS_TO_PASS": {"success": ["t2"], "failure": ["t3"]}}}}))
+    (run_dir / "run.json").write_text(json.dumps({"harness": "sdk", "harness_settings": {"version": "1.2.3"}}))
     [path] = write_for_item(run_dir, "swe", instance, folder, json.loads((folder / "metadata.json").read_text()))
     assert path == folder / "trajectory" / "attempt-1.atif.json"
     doc = json.loads(path.read_text())
     check(doc)
+    assert doc["agent"]["version"] == "1.2.3"  # the harness's version as the run resolved it ("unknown" before)
     _agree_with_ledger(doc, records)
     system, task, first, second = doc["steps"]
     assert (system["source"], system["message"]) == ("system", "You are a coding agent.")

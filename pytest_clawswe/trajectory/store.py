@@ -79,6 +79,7 @@ def build_for_item(run_dir: Path, benchmark: str, item_id: str, result: dict, ou
     state_dir = Path(run_dir) / "gateway"
     calls, records = settled_calls(state_dir, item_id, timeout if enabled() else 0)  # off: nothing to wait for
     attempts = sorted({int(r.get("attempt") or 1) for r in [*records, *calls]})
+    version = _harness_version(run_dir)
     docs = []
     for attempt in attempts:
         a_calls = [c for c in calls if c.get("attempt") == attempt]
@@ -90,8 +91,19 @@ def build_for_item(run_dir: Path, benchmark: str, item_id: str, result: dict, ou
                                             "score": None}),
                    "truncated": _truncated(a_calls, a_records)}
         docs.append((attempt, atif.build(_steps_from(a_calls, a_records), clawswe, harness=clawswe["harness"],
-                                         model=clawswe["model"], prices=prices)))
+                                         model=clawswe["model"], prices=prices, harness_version=version)))
     return docs
+
+
+def _harness_version(run_dir: Path) -> str:
+    """The harness's version as the run resolved it (run.json's harness settings: a bundled harness's pinned
+    version); "" when the run does not say."""
+    try:
+        info = json.loads((Path(run_dir) / "run.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    settings = info.get("harness_settings") if isinstance(info, dict) else None
+    return str(settings.get("version") or "") if isinstance(settings, dict) else ""
 
 
 def write_for_item(run_dir: Path, benchmark: str, item_id: str, folder: Path, result: dict, outcome: dict, *,
