@@ -48,8 +48,20 @@ def test_a_resume_with_another_budget_factor_is_refused(tmp_path):
     before = (run / "run.json").read_text()
     line = _one_sentence(_pytest(tmp_path, *WILD, "--model", "scripted/gold", "--resume", str(run),
                                  "--collect-only"))
-    assert "--budget-factor is 1.0 but the run" in line and "used 0.5" in line
+    assert "--budget-factor is 1.0 but the run" in line and "used 0.5; resume with --budget-factor 0.5" in line
     assert (run / "run.json").read_text() == before
+
+
+def test_a_run_from_before_the_internet_default_is_told_how_to_resume(tmp_path):
+    """A WildClawBench run made under the old default network (locked) resumed with today's default (internet):
+    the refusal names the flag and value that resume it (it said only "resume with the run's own settings")."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "old", "benchmark": "wildclaw", "network": "locked",
+                                              "harness": "claude-code", "model": "scripted/gold"}))
+    line = _one_sentence(_pytest(tmp_path, *WILD, "--model", "scripted/gold", "--resume", str(run),
+                                 "--collect-only"))
+    assert "--network is 'internet' but the run" in line and "resume with --network locked" in line, line
 
 
 # -- real runs ------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,8 +221,8 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
         for key, now in benchmark.run_info().items():
             if key in stored and stored[key] != now:
                 name = benchmark.run_info_options.get(key, key)
-                raise _usage(f"{name} is {now!r} but the run in {cfg.run_dir} used {stored[key]!r}; resume with "
-                             "the run's own settings, or start a new run")
+                raise _usage(f"{name} is {now!r} but the run in {cfg.run_dir} used {stored[key]!r}; "
+                             f"{_resume_with(name, stored[key])}, or start a new run")
     for key, now in result_settings(config, cfg).items():
         if key not in stored:  # a run from before this setting was recorded
             continue
@@ -232,7 +233,15 @@ def check_resume(config: pytest.Config, cfg: RunConfig, benchmark=None) -> None:
             same = before == now
         if not same:
             raise _usage(f"{RESULT_SETTINGS[key]} is {now!r} but the run in {cfg.run_dir} used {before!r}; "
-                         "resume with the run's own settings, or start a new run")
+                         f"{_resume_with(RESULT_SETTINGS[key], before)}, or start a new run")
+
+
+def _resume_with(flag: str, before) -> str:
+    """What to add to the command to resume: the flag with the run's value where one flag says it (a run made before
+    WildClawBench's default network became `internet` resumes with `--network locked`)."""
+    if re.fullmatch(r"--[a-z-]+", flag) and isinstance(before, (str, int, float)) and not isinstance(before, bool):
+        return f"resume with {flag} {shlex.quote(str(before))} (the run's own setting)"
+    return "resume with the run's own settings"
 
 
 
