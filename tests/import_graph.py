@@ -38,6 +38,23 @@ MAX_FUNCTION_LINES = 60
 # Functions allowed over MAX_FUNCTION_LINES, "module.name": why each must stay long (none today).
 LONG_FUNCTION_EXCEPTIONS: dict[str, str] = {
 }
+# Module file names that stand in more than one folder of the package (issue 33: no module named twice for two
+# jobs): each means one job wherever it stands. A new name in a second folder, for another job, takes its own name.
+ONE_JOB_NAMES: dict[str, str] = {
+    "cli.py": "the `clawswe` command (the package's top), or a package's subcommands of it",
+    "plugin.py": "a package's pytest hooks and options",
+    "options.py": "a package's command-line options, declared in one table, and the frozen object they make",
+    "paths.py": "where a package's shipped data lives",
+    "benchmark.py": "the Benchmark the run session asks: the base and its registry (run/), each benchmark's own",
+    "items.py": "a benchmark's pytest collector and items",
+    "runner.py": "an item's runner: the base every benchmark's runner extends (run/item/), a benchmark's own",
+    "phases.py": "an item's run as named phases: how they run (run/item/), a benchmark's list of them",
+    "regrade.py": "a benchmark's items graded again (`clawswe regrade`)",
+    "images.py": "the container images a package's runs need, made or found",
+    "html.py": "a report's HTML page",
+    "tables.py": "a report's tables, Markdown and CSV",
+    "app.py": "an HTTP service's process side: its listeners, routes and handlers (the gateway's, the mock services')",
+}
 
 
 @dataclass
@@ -188,6 +205,16 @@ class Graph:
     def oversized(self, max_lines: int = MAX_LINES) -> list[tuple[str, int]]:
         sizes = ((m, len(p.read_text().splitlines())) for m, p in self.modules.items())
         return sorted((m, n) for m, n in sizes if n > max_lines)
+
+
+def names_in_two_folders(package_dir: Path) -> dict[str, list[str]]:
+    """Module file names (not __init__.py or __main__.py) that stand in more than one folder under package_dir:
+    name -> those folders, relative to package_dir's parent."""
+    folders: dict[str, list[str]] = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            folders.setdefault(path.name, []).append(path.parent.relative_to(package_dir.parent).as_posix())
+    return {name: where for name, where in sorted(folders.items()) if len(where) > 1}
 
 
 def layers(benchmarks: list[str], package: str = PACKAGE) -> list[tuple[str, tuple[str, ...]]]:

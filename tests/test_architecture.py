@@ -11,9 +11,11 @@ from import_graph import (
     LONG_FUNCTION_EXCEPTIONS,
     MAX_FUNCTION_LINES,
     MAX_LINES,
+    ONE_JOB_NAMES,
     Graph,
     installed_benchmark_packages,
     layers,
+    names_in_two_folders,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,3 +147,22 @@ def test_a_crowded_folder_is_found(tmp_path):
         (tmp_path / "pkg" / "sub" / f"m{n}.py").write_text("")
     (tmp_path / "pkg" / "one.py").write_text("")
     assert folders_over(tmp_path / "pkg", MAX_MODULES_PER_FOLDER) == [("pkg/sub", MAX_MODULES_PER_FOLDER + 1)]
+
+
+def test_a_module_name_in_two_folders_means_one_job_in_both():
+    """A newcomer who knows what one cli.py or runner.py does knows them all: a name used in two folders is on
+    ONE_JOB_NAMES (tests/import_graph.py) with its one job; any other is used once."""
+    twice = names_in_two_folders(ROOT / "pytest_clawswe")
+    assert {n: w for n, w in twice.items() if n not in ONE_JOB_NAMES} == {}, \
+        "two jobs under one name: rename one, or list the name with the one job it has everywhere"
+    assert [n for n in ONE_JOB_NAMES if n not in twice] == [], "these listed names are used once now: strike them"
+    assert all(ONE_JOB_NAMES.values())
+
+
+def test_a_name_in_two_folders_is_found(tmp_path):
+    for folder in ("pkg/a", "pkg/b/c"):
+        (tmp_path / folder).mkdir(parents=True)
+        for name in ("__init__.py", "search.py", "cli.py"):
+            (tmp_path / folder / name).write_text("")
+    (tmp_path / "pkg" / "a" / "once.py").write_text("")
+    assert names_in_two_folders(tmp_path / "pkg") == {"cli.py": ["pkg/a", "pkg/b/c"], "search.py": ["pkg/a", "pkg/b/c"]}

@@ -1,4 +1,4 @@
-"""The gateway with several worker processes on one port (gateway/service/cluster.py): tokens, revocation, usage
+"""The gateway with several worker processes on one port (gateway/service/leader.py): tokens, revocation, usage
 and the ledger stay exact whichever worker a connection lands on, a killed worker loses no answered
 request, and no worker outlives the gateway or the run that started it."""
 from __future__ import annotations

@@ -22,7 +22,7 @@ from pytest_clawswe.swe.lite import (
     synthetic_calibration,
     write_long_table,
 )
-from pytest_clawswe.swe.lite.search import Problem
+from pytest_clawswe.swe.lite.selection import Problem
 from pytest_clawswe.swe.results.run_dir import InstanceResult
 
 LANGUAGES = ["Java", "Go", "Rust", "JS/TS", "C/C++", "Ruby", "PHP", "Python"]

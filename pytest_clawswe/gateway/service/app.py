@@ -48,8 +48,8 @@ class Gateway(CallerAuth, Forwarding, AnswerPassing, AdminRoutes):
     def __init__(self, state_dir, upstreams: Iterable[Upstream] = (), admin_token: str = "",
                  max_body: int = MAX_BODY, worker: int = 0) -> None:
         self.registry = TokenRegistry(state_dir, list(upstreams), worker)
-        self.leader = None  # cluster.Leader when this is worker 0 of several
-        self.follower = None  # cluster.Follower when this is one of the other workers
+        self.leader = None  # leader.Leader when this is worker 0 of several
+        self.follower = None  # leader.Follower when this is one of the other workers
         self.admin_token = admin_token
         self.max_body = max_body
         self.http: aiohttp.ClientSession | None = None

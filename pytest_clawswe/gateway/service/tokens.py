@@ -60,7 +60,7 @@ class TokenRegistry:
         self.state_dir = Path(state_dir)
         self.upstreams = list(upstreams)
         self.ledger = ledger.Ledger(self.state_dir, worker)
-        self.shared = False  # several worker processes: shaping memory is told to the others (cluster.py)
+        self.shared = False  # several worker processes: shaping memory is told to the others (leader.py)
         self._by_key: dict[bytes, Registration] = {}
         self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()

@@ -1,5 +1,5 @@
 """The gateway's listeners and worker processes: serve() in the run's gateway process, serve_worker() in each
-extra worker (cluster.py)."""
+extra worker (leader.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -50,18 +50,18 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     """Listen until SIGTERM/SIGINT or until the parent process dies. DIR/gateway.json (url,
     admin_token, pid, relay_urls) appears, atomically, once the sockets listen, and goes at a clean stop.
     `relay_hosts`: one more listener on each, for other engines' relays only (gateway/control/relay.py).
-    workers > 1: this process is worker 0 and starts the others on the same sockets (cluster.py)."""
+    workers > 1: this process is worker 0 and starts the others on the same sockets (leader.py)."""
     from pathlib import Path
 
     from pytest_clawswe.files import write_atomic
-    from pytest_clawswe.gateway.service import cluster
+    from pytest_clawswe.gateway.service.leader import Leader, can_share_port
     from pytest_clawswe.gateway.upstream.providers import upstreams_to_json
 
     upstreams = list(upstreams)
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     quiet_bad_requests()
-    if workers > 1 and not cluster.can_share_port():
+    if workers > 1 and not can_share_port():
         log.warning("this system cannot share a port between processes: one gateway worker")
         workers = 1
     gateway = Gateway(state_dir, upstreams, secrets.token_urlsafe(32))
@@ -73,7 +73,7 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
     stop = _stop_on_signals()
     leader = None
     if workers > 1:
-        leader = gateway.leader = cluster.Leader(gateway, state_dir, workers, host, port, upstreams_to_json(upstreams))
+        leader = gateway.leader = Leader(gateway, state_dir, workers, host, port, upstreams_to_json(upstreams))
         await leader.start()
     state_file = state_dir / STATE_FILE
     write_atomic(state_file, json.dumps({"url": url, "admin_token": gateway.admin_token, "pid": os.getpid(),
@@ -93,13 +93,13 @@ async def serve(state_dir, host: str = "127.0.0.1", port: int = 0, upstreams: It
 async def _listen(gateway: Gateway, runner: web.AppRunner, host: str, port: int, relay_hosts: Iterable[str],
                   shared: bool) -> tuple[int, dict[str, str]]:
     """The agents' listener and one per relay host: (the port it got, relay host -> URL)."""
-    from pytest_clawswe.gateway.service import cluster
+    from pytest_clawswe.gateway.service.leader import listen_socket
 
-    sock = cluster.listen_socket(host, port, shared=shared)
+    sock = listen_socket(host, port, shared=shared)
     await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
     relay_urls = {}
     for relay_host in relay_hosts:
-        relay_sock = cluster.listen_socket(relay_host, 0, shared=shared)
+        relay_sock = listen_socket(relay_host, 0, shared=shared)
         gateway.relay_sockets.add(tuple(relay_sock.getsockname()[:2]))
         await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
         relay_urls[relay_host] = url_for(relay_host, relay_sock.getsockname()[1])
@@ -132,11 +132,11 @@ async def _serve_until_stopped(stop: asyncio.Event, parent_pid: int | None, lead
 
 
 async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -> None:
-    """Worker `index` of several (cluster.py): listens once it knows every token, until SIGTERM, or until
+    """Worker `index` of several (leader.py): listens once it knows every token, until SIGTERM, or until
     its leader (the parent) is gone."""
     from pathlib import Path
 
-    from pytest_clawswe.gateway.service import cluster
+    from pytest_clawswe.gateway.service.leader import Follower, listen_socket
     from pytest_clawswe.gateway.upstream.providers import upstreams_from_json
 
     state_dir = Path(state_dir)
@@ -147,14 +147,14 @@ async def serve_worker(state_dir, index: int, parent_pid: int, settings: dict) -
     runner = web.AppRunner(gateway.app(), access_log=None, handle_signals=False)
     await runner.setup()
     stop = _stop_on_signals()
-    follower = gateway.follower = cluster.Follower(gateway, index, settings["control_url"])
+    follower = gateway.follower = Follower(gateway, index, settings["control_url"])
     try:
         await follower.start()  # the snapshot first: no request is refused for a token it does not know yet
-        sock = cluster.listen_socket(settings["host"], settings["port"])
+        sock = listen_socket(settings["host"], settings["port"])
         await web.SockSite(runner, sock, shutdown_timeout=2.0, backlog=4096).start()
         for relay_host, relay_port in settings.get("relay_sockets") or []:  # other engines' relays (control/relay.py)
             gateway.relay_sockets.add((relay_host, relay_port))
-            relay_sock = cluster.listen_socket(relay_host, relay_port)
+            relay_sock = listen_socket(relay_host, relay_port)
             await web.SockSite(runner, relay_sock, shutdown_timeout=2.0, backlog=512).start()
         while not stop.is_set() and not follower.closed.is_set():
             if os.getppid() != parent_pid:

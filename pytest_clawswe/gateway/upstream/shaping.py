@@ -90,7 +90,7 @@ def describe(model: str, harness: str = "", setting: str | list[str] | None = No
 class Shaping:
     names: frozenset = frozenset()
     reasoning: OrderedDict = field(default_factory=OrderedDict)  # deepseek_reasoning's memory
-    # several gateway worker processes: what was remembered here and not yet told to the others (cluster.py)
+    # several gateway worker processes: what was remembered here and not yet told to the others (service/leader.py)
     unshared: list | None = None
 
     @classmethod

@@ -1,14 +1,14 @@
 """Lite subsets: cost-aware, rank-aware selection of K instances per language, and the K-sweep.
 
     data     calibration input (run directories, CSV tables) and a synthetic generator
-    search   quartiles, quotas, the objective and the restarted 1-swap local search
+    selection quartiles, quotas, the objective and the restarted 1-swap local search
     gates    parity / ranking / cost gates, the selection report, the K-sweep
     cli      `clawswe lite select|sweep`
 """
 from pytest_clawswe.swe.lite.cli import add_cli
 from pytest_clawswe.swe.lite.data import Calibration, load_calibration, synthetic_calibration, write_long_table
 from pytest_clawswe.swe.lite.gates import Gates, gate_report, kendall_tau_b, random_baseline, selection_report, sweep
-from pytest_clawswe.swe.lite.search import (
+from pytest_clawswe.swe.lite.selection import (
     COST_ALPHA,
     DEFAULT_K,
     DEFAULT_RESTARTS,

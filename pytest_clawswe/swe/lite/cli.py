@@ -13,7 +13,7 @@ from pytest_clawswe.files import write_atomic
 from pytest_clawswe.swe.lite import data
 from pytest_clawswe.swe.lite.data import Calibration, load_calibration
 from pytest_clawswe.swe.lite.gates import SWEEP_KS, SWEEP_SEEDS, Gates, selection_report, sweep
-from pytest_clawswe.swe.lite.search import DEFAULT_K, DEFAULT_RESTARTS, Problem, Weights, select
+from pytest_clawswe.swe.lite.selection import DEFAULT_K, DEFAULT_RESTARTS, Problem, Weights, select
 
 _INPUT_HELP = data.__doc__.split("\n", 2)[2]  # the table formats, as the module documents them
 _EXAMPLE = """

@@ -20,7 +20,7 @@ import numpy as np
 
 from pytest_clawswe.errors import UserError
 from pytest_clawswe.swe.lite.data import Calibration
-from pytest_clawswe.swe.lite.search import DEFAULT_RESTARTS, Problem, Selection, Weights, select
+from pytest_clawswe.swe.lite.selection import DEFAULT_RESTARTS, Problem, Selection, Weights, select
 
 GATE_RATE_MEAN = 0.025
 GATE_RATE_MAX = 0.05
