@@ -22,7 +22,7 @@ from pathlib import Path
 import docker.errors
 
 from pytest_clawswe.engine.images import build
-from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL, ImageLease, _remove, lock_path
+from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL, ImageLease, lock_path, releasing, remove_instance
 
 
 def engine_key(client) -> str:
@@ -101,10 +101,7 @@ def _drop(client, name: str) -> bool:
         instance = client.images.get(name)
     except docker.errors.ImageNotFound:
         return True
-    for prepared in client.images.list(filters={"label": f"{SOURCE_LABEL}={name}"}):
-        _remove(client, prepared.tags or [prepared.id])
-    aliases = [t for t in (instance.tags or []) if t != name and t.endswith("/" + name)]  # engine/images/registry.py's names
-    _remove(client, aliases + [name])
+    remove_instance(client, instance, name)
     return not build._image_exists(client, name)
 
 
@@ -114,7 +111,7 @@ def enforce(client, lease: ImageLease, budget: int, progress=print) -> dict:
     removed: list[str] = []
     freed = 0
     total: int | None = None
-    try:
+    with releasing(lease, progress, "image cache: could not enforce the budget"):
         with _index(client) as index:
             if lease.image:
                 index[lease.image] = time.time()
@@ -138,10 +135,6 @@ def enforce(client, lease: ImageLease, budget: int, progress=print) -> dict:
                     total -= held[name]
                     removed.append(name)
                     freed += held[name]
-    except (docker.errors.DockerException, OSError) as exc:
-        progress(f"image cache: could not enforce the budget ({type(exc).__name__}: {exc}); images stay on disk")
-    finally:
-        lease.release()
     if removed:
         progress(f"image cache: removed {', '.join(removed)} ({freed} bytes) to stay under {budget} bytes")
     return {"cache_bytes": total, "removed": removed, "removed_bytes": freed}

@@ -19,6 +19,8 @@ import fcntl
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -88,30 +90,45 @@ def release_images(client, lease: ImageLease, level: str, progress=print) -> lis
     a removal that fails leaves an image behind, it never fails the item."""
     image = lease.image
     removed: list[str] = []
-    try:
+    with releasing(lease, progress, f"could not remove the images of {image}"):
         if image is None or level in ("instance", "auto") or not lease.try_exclusive():
             return removed
         instance = _get(client, image)
         if instance is None:
             return removed
-        prepared = client.images.list(filters={"label": f"{SOURCE_LABEL}={image}"})
         pulled = [b for b in (instance.labels or {}).get(PULLED_BASE_LABEL, "").split(",") if b]
-        for img in prepared:
-            removed += _remove(client, img.tags or [img.id])
-        # the registry's name of it too (engine/images/registry.py leaves it on the engine that pushed)
-        removed += _remove(client, [t for t in (instance.tags or []) if t != image and t.endswith("/" + image)]
-                           + [image])
+        removed += remove_instance(client, instance, image)
         if level == "none":
             for base in pulled:
                 if not _built_upon(client, base):
                     removed += _remove(client, [base])
-    except (docker.errors.DockerException, OSError) as exc:
-        progress(f"could not remove the images of {image} ({type(exc).__name__}: {exc}); they stay on disk")
-    finally:
-        lease.release()
     if removed:
         progress(f"cache level {level}: removed {', '.join(removed)}")
     return removed
+
+
+@contextmanager
+def releasing(lease: ImageLease, progress, failed: str) -> Iterator[None]:
+    """The end of an item's use of its images, around what removes them (--cache-level, --image-cache): an engine
+    or lock error is said (`failed`, then why) and never raised, as an image left on disk never fails the item; the
+    lease is released however it ends."""
+    try:
+        yield
+    except (docker.errors.DockerException, OSError) as exc:
+        progress(f"{failed} ({type(exc).__name__}: {exc}); the images stay on disk")
+    finally:
+        lease.release()
+
+
+def remove_instance(client, instance, name: str) -> list[str]:
+    """Remove the instance image `name` (`instance`, the engine's image object), the prepared images made from it
+    and the registry's names of it (engine/images/registry.py leaves them on the engine that pushed), unless a
+    container uses them; returns the names removed."""
+    removed: list[str] = []
+    for prepared in client.images.list(filters={"label": f"{SOURCE_LABEL}={name}"}):
+        removed += _remove(client, prepared.tags or [prepared.id])
+    aliases = [t for t in (instance.tags or []) if t != name and t.endswith("/" + name)]
+    return removed + _remove(client, aliases + [name])
 
 
 def _get(client, name: str):
