@@ -86,3 +86,19 @@ def test_a_run_folder_is_never_collected_as_tests(pytester):
     r = pytester.runpytest_subprocess("--doctest-glob=*.txt", "-p", "no:cacheprovider")
     assert r.ret == 0, r.stdout.str()[-2000:]
     r.assert_outcomes(passed=1)
+
+
+def test_an_instance_item_carries_its_target_markers_keywords_and_hard_stop(pytester):
+    """What the item's set-up gives (run/item/nodes.py's BenchmarkItem, swe/items.py's InstanceItem): the instance as
+    the runner's target, its id, the benchmark's and the language's markers, -k's words and the whole item's stop."""
+    from pytest_clawswe.swe.items import SETUP_ALLOWANCE_S
+
+    run = pytester.inline_run("--harness", "nop", "--dataset", "demo", "--instance-ids", "clawswe__semver-go-41",
+                              "--budget", "600", "--eval-timeout", "300", "--collect-only", "-p", "no:cacheprovider",
+                              "-n", "0")
+    (item,) = run.getcalls("pytest_collection_finish")[0].session.items
+    assert (item.item_id, item.target, item.instance) == ("clawswe__semver-go-41", item.instance, item.instance)
+    assert item.instance.instance_id == "clawswe__semver-go-41" and item.result is None
+    assert {"clawswe", "go"} <= {m.name for m in item.iter_markers()}
+    assert {item.instance.language, item.instance.repo, item.instance.repo_name} <= item.extra_keyword_matches
+    assert item.get_closest_marker("timeout").args[0] == 600 + 300 + SETUP_ALLOWANCE_S

@@ -57,22 +57,21 @@ class InstanceItem(BenchmarkItem):
     """One benchmark instance. The run happens in setup (BenchmarkItem's), so an infrastructure failure is a
     pytest error; the call phase only asserts the evaluator's verdict, so 'not resolved' is a failure."""
 
+    result: InstanceResult | None = None
 
     def __init__(self, *, instance: Instance, eval_timeout_s: float = DEFAULT_EVAL_TIMEOUT_S, **kwargs):
-        super().__init__(**kwargs)
+        self.instance, self.eval_timeout_s = instance, eval_timeout_s  # first: the base's set-up asks deadline()
+        # -k matches the language, the repository and its short name
+        super().__init__(target=instance, item_id=instance.instance_id,
+                         markers=("clawswe", language_marker(instance.language)),
+                         keywords=(instance.language, instance.repo, instance.repo_name), **kwargs)
+
+    def deadline(self) -> Deadline | None:
+        """The hard stop of the whole item, once the run's config is known; the agent's own budget ends earlier."""
         from pytest_clawswe.run.session import RUN_KEY
 
-        self.instance = self.target = instance
-        self.item_id = instance.instance_id
-        self.result: InstanceResult | None = None
-        self.add_marker("clawswe")
-        self.add_marker(language_marker(instance.language))
-        # -k matches these: the language, the repository and its short name
-        self.extra_keyword_matches.update({instance.language, instance.repo, instance.repo_name})
         cfg = self.config.stash.get(RUN_KEY, None)
-        if cfg is not None:
-            # the hard stop of the whole item; the agent's own budget ends earlier inside it
-            self.hard_timeout(new_deadline(cfg, eval_timeout_s).hard_s())
+        return None if cfg is None else new_deadline(cfg, self.eval_timeout_s)
 
     def runtest(self) -> None:
         from pytest_clawswe.swe.results.summary import instance_properties

@@ -69,21 +69,18 @@ class TaskItem(BenchmarkItem):
     """One task. The run happens in setup (BenchmarkItem's): a task that could not be scored is an error; the
     call phase compares overall_score with --pass-score (a failure)."""
 
+    result: TaskResult | None = None
 
     def __init__(self, *, task: Task, **kwargs):
-        super().__init__(**kwargs)
-        self.task = self.target = task
-        self.item_id = task.id
-        self.result: TaskResult | None = None
-        self.add_marker("wildclaw")
-        self.add_marker(task.category_marker)
-        self.add_marker(task.modality_marker)
+        self.task = task  # first: the base's set-up asks deadline()
         # -k matches the id (the item name) and these words of the task's name and category
-        self.extra_keyword_matches.update({task.name, task.category, task.modality, task.path.stem})
+        super().__init__(target=task, item_id=task.id, markers=("wildclaw", task.category_marker, task.modality_marker),
+                         keywords=(task.name, task.category, task.modality, task.path.stem), **kwargs)
+
+    def deadline(self) -> Deadline | None:
+        """The agent's budget is the task's, scaled by --budget-factor: a factor above 1 must not meet the backstop."""
         opts = getattr(self.parent, "options", None)
-        if opts is not None:
-            # the agent's budget is the task's, scaled by --budget-factor: a factor above 1 must not meet the backstop
-            self.hard_timeout(new_deadline(opts, task).hard_s())
+        return None if opts is None else new_deadline(opts, self.task)
 
     def runtest(self) -> None:
         r = self.result

@@ -88,8 +88,7 @@ class TinyCollector(BenchmarkCollector):
 
 class TinyItem(BenchmarkItem):
     def __init__(self, *, task: TinyTask, **kwargs):
-        super().__init__(**kwargs)
-        self.target, self.item_id = task, task.id
+        super().__init__(target=task, item_id=task.id, **kwargs)
 
     def runtest(self) -> None:
         assert self.result.outcome == "passed", f"the answer was {self.result.answer!r}"

@@ -1,10 +1,16 @@
 """A benchmark's collector and item: the item runs in setup (what stops it is a pytest error) and asserts its verdict in runtest (a wrong answer is a failure)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import pytest
 
 from pytest_clawswe.errors import ClawsweError, ItemError
 from pytest_clawswe.run.item.result import ERROR
+
+if TYPE_CHECKING:
+    from pytest_clawswe.harness.deadline import Deadline
 
 
 class BenchmarkCollector(pytest.Collector):
@@ -27,6 +33,24 @@ class BenchmarkItem(pytest.Item):
     target: object = None
     result = None  # the item's result once setup ran
     reused = False  # True: a final result of an earlier attempt of the run, kept by --resume
+
+    def __init__(self, *, target: object = None, item_id: str = "", markers: Iterable[str] = (),
+                 keywords: Iterable[str] = (), **kwargs):
+        """What every benchmark's item sets up: what its runner runs (`target`) and its id, its markers (-m), the
+        words -k matches beside its name, and its hard stop (the deadline's, when deadline() gives one)."""
+        super().__init__(**kwargs)
+        self.target, self.item_id = target, item_id
+        for marker in markers:
+            self.add_marker(marker)
+        self.extra_keyword_matches.update(keywords)
+        deadline = self.deadline()
+        if deadline is not None:
+            self.hard_timeout(deadline.hard_s())
+
+    def deadline(self) -> Deadline | None:
+        """The item's deadline (harness/deadline.py) when its time limits are known at collection (a benchmark's
+        item says how; the base has none): its hard stop is the item's."""
+        return None
 
     def hard_timeout(self, seconds: float) -> None:
         """pytest-timeout as the hard stop of the whole item, unless --timeout was given."""
