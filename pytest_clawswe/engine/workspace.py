@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import io
 import tarfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,16 @@ def tar_for_copy_in(src: Path, max_bytes: int = MAX_COPY_BYTES) -> bytes:
         tar.add(str(src), arcname=src.name)
     return buf.getvalue()
 
+
+
+def tar_of_file(name: str, data: bytes, mode: int = 0o644) -> bytes:
+    """One file, `name` holding `data`, as the tar archive every engine's write_file puts into the sandbox."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 @dataclass
 class ExecResult:

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import io
 import itertools
-import tarfile
-import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_clawswe.engine.framing.archive import copy_framed
 from pytest_clawswe.engine.kube import pod_exec
 from pytest_clawswe.engine.kube.pod_spec import SANDBOX, STOPPER
-from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_READ_BYTES, CopyReport, tar_for_copy_in
+from pytest_clawswe.engine.workspace import MAX_COPY_BYTES, MAX_READ_BYTES, CopyReport, tar_for_copy_in, tar_of_file
 from pytest_clawswe.errors import InfraError
 
 # $1: a folder, $2: bytes of tar on stdin: extracted there (the parents made first)
@@ -61,12 +59,7 @@ class PodFiles:
         if isinstance(data, str):
             data = data.encode()
         p = PurePosixPath(path)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(p.name)
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-        self.put_archive(str(p.parent), buf.getvalue())
+        self.put_archive(str(p.parent), tar_of_file(p.name, data, mode))
 
     def copy_in(self, src: Path, dest_dir: str, max_bytes: int = MAX_COPY_BYTES) -> None:
         self.put_archive(dest_dir, tar_for_copy_in(src, max_bytes))

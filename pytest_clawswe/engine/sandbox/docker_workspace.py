@@ -24,6 +24,7 @@ from pytest_clawswe.engine.workspace import (
     ExecResult,
     OutputTail,
     tar_for_copy_in,
+    tar_of_file,
 )
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import owner_label
@@ -230,13 +231,8 @@ class Workspace(BaseWorkspace):
         if isinstance(data, str):
             data = data.encode()
         p = PurePosixPath(path)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(p.name)
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
         self.exec(["mkdir", "-p", str(p.parent)], check=True)
-        if not self.container.put_archive(str(p.parent), buf.getvalue()):
+        if not self.container.put_archive(str(p.parent), tar_of_file(p.name, data, mode)):
             raise InfraError(f"could not copy {path} into the container")
 
     def copy_in(self, src: Path, dest_dir: str, max_bytes: int = MAX_COPY_BYTES) -> None:
