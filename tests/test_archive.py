@@ -101,3 +101,22 @@ def test_files_past_the_cap_are_left_out_and_listed(tmp_path):
                    ("out/c", "file", b"c" * 100))
     report = extract(chunks(data), "out", tmp_path, 1000)
     assert report.left_out == ["out/b"] and (tmp_path / "out" / "c").is_file() and report.bytes == 700
+
+
+def test_one_chunk_reader_serves_a_capped_read_a_tail_check_and_a_plain_stream():
+    """engine/framing/chunks.py, the one reader of the engine's chunks: the Docker workspace's read_file (a cap),
+    the copy out's end check (a kept tail) and the services' audit (neither)."""
+    from pytest_clawswe.engine.framing.chunks import ChunkReader, TooBig
+
+    data = archive(("a.txt", "file", b"x" * 3000))
+    chunks = [data[i:i + 700] for i in range(0, len(data), 700)]
+    with tarfile.open(fileobj=ChunkReader(iter(chunks)), mode="r|") as tar:
+        member = tar.next()
+        assert tar.extractfile(member).read() == b"x" * 3000
+    with pytest.raises(TooBig), tarfile.open(fileobj=ChunkReader(iter(chunks), limit=2000), mode="r|") as tar:
+        tar.extractfile(tar.next()).read()
+    tail = ChunkReader(iter([b"", *chunks]), keep_tail=1024)
+    tail.drain()
+    assert tail.total == len(data)
+    assert tail.bytes_from(len(data) - 1024) == data[-1024:]
+    assert tail.bytes_from(0) is None  # no longer kept

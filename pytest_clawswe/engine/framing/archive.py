@@ -14,12 +14,11 @@ noted in the report with its name and target.
 """
 from __future__ import annotations
 
-import io
 import shutil
 import tarfile
-from collections import deque
 from pathlib import Path, PurePosixPath
 
+from pytest_clawswe.engine.framing.chunks import ChunkReader
 from pytest_clawswe.engine.framing.reread import Cut, read_whole
 from pytest_clawswe.engine.workspace import CopyReport
 
@@ -31,46 +30,7 @@ class ArchiveCut(Cut):
     """The stream lost its beginning or its end (said which)."""
 
 
-class _Tap(io.RawIOBase):
-    """A file over the engine's chunk iterator that counts the bytes and keeps the last _TAIL of them."""
-
-    def __init__(self, chunks):
-        self._chunks, self._rest = iter(chunks), b""
-        self.total, self.tail = 0, deque()  # deque of chunks summing to at most ~_TAIL bytes
-        self._tail_len = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        while not self._rest:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                return 0
-            if not chunk:
-                continue
-            self.total += len(chunk)
-            self.tail.append(chunk)
-            self._tail_len += len(chunk)
-            while self._tail_len - len(self.tail[0]) >= _TAIL:
-                self._tail_len -= len(self.tail.popleft())
-            self._rest = chunk
-        n = min(len(buffer), len(self._rest))
-        buffer[:n], self._rest = self._rest[:n], self._rest[n:]
-        return n
-
-    def drain(self) -> None:
-        while self.readinto(bytearray(65536)):
-            pass
-
-    def bytes_from(self, offset: int) -> bytes | None:
-        """The stream's bytes from `offset` to its end, or None when they are no longer kept."""
-        data = b"".join(self.tail)
-        start = offset - (self.total - len(data))
-        return data[start:] if start >= 0 else None
-
-
-def check_end(tap: _Tap, end_offset: int) -> None:
+def check_end(tap: ChunkReader, end_offset: int) -> None:
     """The archive's last member ended at `end_offset`: what follows must be the end marker, zeros, and the stream's
     end (the stream read to its end first)."""
     tap.drain()
@@ -84,7 +44,7 @@ def extract(chunks, name: str, dest_dir: Path, max_bytes: int, *, keep_listing: 
     """Extract one archive the engine streams for a path whose last part is `name` into dest_dir: regular files and
     folders; links and devices as the module says. Files past max_bytes in all are left out (listed, at most
     `keep_listing`, then the stream is not read further). ArchiveCut when the stream is not framed at both ends."""
-    tap = _Tap(chunks)
+    tap = ChunkReader(chunks, keep_tail=_TAIL)  # counts the bytes, keeps the last _TAIL to check the end
     report = CopyReport()
     extracted: set[str] = set()
     stopped_early = False

@@ -4,7 +4,6 @@ Every container carries the run's labels, so `clawswe clean` finds what a killed
 """
 from __future__ import annotations
 
-import io
 import shlex
 import tarfile
 import threading
@@ -15,6 +14,7 @@ import docker
 import docker.errors
 
 from pytest_clawswe.engine.framing.archive import copy_framed
+from pytest_clawswe.engine.framing.chunks import ChunkReader, TooBig
 from pytest_clawswe.engine.workspace import (
     MAX_COPY_BYTES,
     MAX_EXEC_OUTPUT,
@@ -249,12 +249,12 @@ class Workspace(BaseWorkspace):
         try:
             if stat.get("size", 0) <= max_bytes:
                 # room for the tar headers; a file that grows past the cap meanwhile ends the read
-                with tarfile.open(fileobj=_ChunkReader(stream, max_bytes + 2**20), mode="r|") as tar:
+                with tarfile.open(fileobj=ChunkReader(stream, max_bytes + 2**20), mode="r|") as tar:
                     member = tar.next()
                     if member is None or not member.isfile():
                         return None
                     return tar.extractfile(member).read()
-        except _TooBig:
+        except TooBig:
             pass
         finally:
             stream.close()
@@ -329,36 +329,6 @@ def _pump(stream, tail: OutputTail) -> None:
             tail.add(chunk)
     except (docker.errors.DockerException, OSError, ValueError):
         pass  # the container went away: what came so far is kept
-
-
-class _TooBig(Exception):
-    pass
-
-
-class _ChunkReader(io.RawIOBase):
-    """A file over docker-py's chunk iterator, for tarfile's stream mode; past `limit` bytes it raises."""
-
-    def __init__(self, chunks, limit: int | None):
-        self._chunks, self._limit, self._read, self._rest = iter(chunks), limit, 0, b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        while not self._rest:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                return 0
-            self._read += len(chunk)
-            if self._limit is not None and self._read > self._limit:
-                raise _TooBig()
-            self._rest = chunk
-        n = min(len(buffer), len(self._rest))
-        buffer[:n], self._rest = self._rest[:n], self._rest[n:]
-        return n
-
-
-ChunkReader = _ChunkReader  # for other packages' streamed reads of get_archive (the services' audit)
 
 
 def _short(argv: list[str]) -> str:

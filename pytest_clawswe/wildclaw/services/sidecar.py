@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 import docker.errors
 
-from pytest_clawswe.engine.sandbox.docker_workspace import ChunkReader
+from pytest_clawswe.engine.framing.chunks import ChunkReader
 from pytest_clawswe.errors import InfraError
 from pytest_clawswe.labels import LABEL_ROLE, owner_label
 from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
@@ -173,7 +173,7 @@ def copy_audit(sidecar: Sidecar) -> Path:
         raise InfraError(f"could not copy the audit out of the services sidecar: {exc}") from exc
     sidecar.audit_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with tarfile.open(fileobj=ChunkReader(stream, None), mode="r|") as tar:  # a stream: nothing held whole
+        with tarfile.open(fileobj=ChunkReader(stream), mode="r|") as tar:  # a stream: nothing held whole
             for member in tar:
                 parts = PurePosixPath(member.name).parts[1:]  # drop the leading audit/
                 if member.isfile() and len(parts) == 1 and not parts[0].startswith("."):
