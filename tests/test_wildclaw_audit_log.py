@@ -2,7 +2,6 @@
 for line, whatever a call holds; a broken line costs only itself; past the task's limits calls are refused and
 the refusal is in the audit. (The same against the sidecar on Docker: test_wildclaw_services_audit.py.)"""
 import json
-import socket
 import urllib.error
 import urllib.request
 
@@ -10,23 +9,14 @@ import pytest
 
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
 from pytest_clawswe.wildclaw.services.sidecar import check_config
-from pytest_clawswe.wildclaw.services.mock import PORTS, auditview, replay
+from pytest_clawswe.wildclaw.services.mock import auditview, replay
 from pytest_clawswe.wildclaw.services.mock.auditview import AuditLog, log_path, read_audit, read_log
 from pytest_clawswe.wildclaw.services.mock.app import ServicesThread
+from service_calls import free_ports
 
 SOCIAL = FIXTURES_DIR / "social_meeting_tz"
 # every character str.splitlines() breaks a line at
 LINE_BREAKERS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-
-
-def free_ports() -> dict[str, int]:
-    socks = [socket.socket() for _ in PORTS]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = {name: s.getsockname()[1] for name, s in zip(PORTS, socks)}
-    for s in socks:
-        s.close()
-    return ports
 
 
 def post(url: str, body: dict | bytes):

@@ -1,6 +1,5 @@
 """The WildClawBench mock services as real HTTP processes (in a thread here; in a sidecar in the docker tests)."""
 import json
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -10,24 +9,15 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
-from pytest_clawswe.wildclaw.services.mock import PORTS, replay
+from pytest_clawswe.wildclaw.services.mock import replay
 from pytest_clawswe.wildclaw.services.mock.auditview import log_path, read_log
 from pytest_clawswe.wildclaw.services.mock.faults import FaultPlan
 from pytest_clawswe.wildclaw.services.mock.participants import Participants
 from pytest_clawswe.wildclaw.services.mock.app import ServicesThread
+from service_calls import free_ports
 
 SOCIAL = FIXTURES_DIR / "social_meeting_tz"
 SEARCH = FIXTURES_DIR / "search_lighthouse"
-
-
-def free_ports() -> dict[str, int]:
-    socks = [socket.socket() for _ in PORTS]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = {name: s.getsockname()[1] for name, s in zip(PORTS, socks)}
-    for s in socks:
-        s.close()
-    return ports
 
 
 def http(url: str, body=None, method=None):

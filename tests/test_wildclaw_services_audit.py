@@ -23,6 +23,7 @@ from pytest_clawswe.wildclaw.services.sidecar import start_replay, start_sidecar
 from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
 from pytest_clawswe.wildclaw.services.mock.auditview import log_path, read_log
 from pytest_clawswe.wildclaw.task.file import parse_task
+from service_calls import AGENT_HTTP
 
 pytestmark = pytest.mark.docker
 
@@ -31,18 +32,6 @@ TASK = DEMO / "tasks" / "03_Social_Interaction" / "03_Social_Interaction_clawswe
 WORKSPACE = DEMO / "workspace" / "03_Social_Interaction" / "task_3_release_blockers"
 AGENT_IMAGE = "debian:bookworm-slim"
 
-# HTTP from inside the agent with nothing but bash (the slim image has no curl or python); LC_ALL=C makes
-# ${#4} the body's length in bytes.
-HTTP = r"""
-export LC_ALL=C
-req() {  # METHOD PORT PATH [BODY]
-  exec 3<>/dev/tcp/127.0.0.1/$2 || { echo "STATUS 000"; return; }
-  printf '%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
-    "$1" "$3" "${#4}" "$4" >&3
-  head -n1 <&3 | sed 's/^HTTP\/1.1 \([0-9]*\).*/STATUS \1/'
-  exec 3<&-
-}
-"""
 
 # The reference solution's calls (solution/solve.sh), then what the agent must not do.
 GOLD = [("/slack/messages", {"channel": "#release", "max_results": 50}),
@@ -75,7 +64,7 @@ def script(calls) -> str:
     for endpoint, body in calls:
         text = body if isinstance(body, str) else json.dumps(body)
         lines.append("req POST 9110 $'{}' $'{}'".format(*(_ansi_c(s) for s in (endpoint, text))))
-    return HTTP + "\n".join(lines)
+    return AGENT_HTTP + "\n".join(lines)
 
 
 def _ansi_c(text: str) -> str:
@@ -201,7 +190,7 @@ def test_the_audit_is_streamed_out_not_held_in_memory(docker_client, agent, imag
     car = start_sidecar(docker_client, agent, {"services": ["contacts"]}, FIXTURES_DIR / "social_meeting_tz",
                         tmp_path / "audit", labels=run_labels, image=image)
     calls = 10
-    sent = agent.exec(HTTP + f"""
+    sent = agent.exec(AGENT_HTTP + f"""
       big=$(head -c 3000000 /dev/zero | tr '\\0' a)
       for n in $(seq {calls}); do req POST 9103 /contacts/search '{{"query": "'$n-$big'"}}'; done""")
     try:

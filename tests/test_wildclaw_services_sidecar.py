@@ -16,27 +16,17 @@ from pytest_clawswe.wildclaw.services.sidecar import start_replay, start_sidecar
 from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
 from pytest_clawswe.wildclaw.services.mock.auditview import log_path, read_log, view
 from pytest_clawswe.wildclaw.services.mock.replay import audit_views
+from service_calls import AGENT_HTTP
 
 pytestmark = pytest.mark.docker
 SOCIAL = FIXTURES_DIR / "social_meeting_tz"
 AGENT_IMAGE = "debian:bookworm-slim"
 
-# HTTP from inside the agent with nothing but bash (the slim image has no curl or python).
-HTTP = r"""
-export LC_ALL=C
-req() {  # METHOD PORT PATH [BODY]
-  exec 3<>/dev/tcp/127.0.0.1/$2 || { echo "STATUS 000"; return; }
-  printf '%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
-    "$1" "$3" "${#4}" "$4" >&3
-  head -n1 <&3 | sed 's/^HTTP\/1.1 \([0-9]*\).*/STATUS \1/'
-  exec 3<&-
-}
-"""
 PORT = {"gmail": 9100, "calendar": 9101, "contacts": 9103, "slack": 9110, "search": 9140}
 
 
 def inside(ws, script: str) -> str:
-    result = ws.exec(HTTP + script)
+    result = ws.exec(AGENT_HTTP + script)
     return result.output
 
 
