@@ -1,37 +1,14 @@
 """--cache-level (issue 17 §3), on images of the test's own: the shared demo images are never touched."""
-import io
 import json
 import uuid
 
-import docker.errors
 import pytest
 
+from own_images import build, demo_row, drop, drop_with_prepared, exists, labelled_copy
 from pytest_clawswe.engine.images.cache_level import PULLED_BASE_LABEL, SOURCE_LABEL, ImageLease, release_images, resolve
-from pytest_clawswe.swe.dataset import load_local_rows
-from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 
 pytestmark = pytest.mark.docker
 REPO = "clawswe-test-cache"
-
-
-def build(client, dockerfile: str, tag: str) -> None:
-    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, forcerm=True, pull=False)
-
-
-def exists(client, name) -> bool:
-    try:
-        client.images.get(name)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
-
-
-def drop(client, *names):
-    for name in names:
-        try:
-            client.images.remove(name, force=True)
-        except docker.errors.APIError:
-            pass
 
 
 @pytest.fixture
@@ -39,15 +16,12 @@ def own_copy(docker_client, python_demo):
     """The Python demo instance on an image of this test's own (a label on the demo image: no bytes copied, a
     different image id, so its prepared image is also its own)."""
     tag = f"{REPO}/{python_demo.instance_id.lower().replace('__', '_')}:{uuid.uuid4().hex[:8]}"
-    build(docker_client, f"FROM {python_demo.image}\nLABEL clawswe.test-cache={tag}\n", tag)
-    yield tag
-    for prepared in docker_client.images.list(filters={"label": f"{SOURCE_LABEL}={tag}"}):
-        drop(docker_client, prepared.id)
-    drop(docker_client, tag)
+    yield labelled_copy(docker_client, python_demo.image, tag)
+    drop_with_prepared(docker_client, tag)
 
 
 def dataset_with(tmp_path, python_demo, image):
-    row = next(r for r in load_local_rows(DEMO_TASK_REPO) if r["instance_id"] == python_demo.instance_id)
+    row = demo_row(python_demo)
     path = tmp_path / "one.jsonl"
     path.write_text(json.dumps({**row, "image": image}) + "\n")
     return path
@@ -75,8 +49,7 @@ def test_a_run_leaves_the_images_its_cache_level_says(pytester, docker_client, p
 
 
 def test_an_image_in_use_by_another_item_is_not_removed(docker_client, python_demo):
-    tag = f"{REPO}/lease:{uuid.uuid4().hex[:8]}"
-    build(docker_client, f"FROM {python_demo.image}\nLABEL clawswe.test-cache={tag}\n", tag)
+    tag = labelled_copy(docker_client, python_demo.image, f"{REPO}/lease:{uuid.uuid4().hex[:8]}")
     try:
         mine, other = ImageLease(), ImageLease()
         mine.acquire(tag)
@@ -120,7 +93,7 @@ def test_two_workers_on_one_image_the_last_one_out_removes_it(pytester, docker_c
                                                               tmp_path):
     """Two items of one run on the same image, on two xdist workers, under `base`: neither removes the image
     while the other uses it, both resolve, and nothing of it is left at the end."""
-    row = next(r for r in load_local_rows(DEMO_TASK_REPO) if r["instance_id"] == python_demo.instance_id)
+    row = demo_row(python_demo)
     dataset = tmp_path / "twins.jsonl"
     dataset.write_text("".join(json.dumps({**row, "instance_id": row["instance_id"] + suffix, "image": own_copy})
                                + "\n" for suffix in ("", "-twin")))

@@ -1,27 +1,16 @@
 """--image-cache SIZE (issue 25 §2), on images of the test's own (labels on the Python demo image: no bytes
 copied, each its own image id and size) and an index of the test's own: shared images are never touched."""
-import io
 import json
 import uuid
 
-import docker.errors
 import pytest
 
+from own_images import demo_row, drop_with_prepared, exists, labelled_copy
 from pytest_clawswe.engine.images.cache_level import SOURCE_LABEL, ImageLease, lock_path
 from pytest_clawswe.engine.images.cache import enforce, sizes
-from pytest_clawswe.swe.dataset import load_local_rows
-from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 
 pytestmark = pytest.mark.docker
 REPO = "clawswe-test-imgcache"
-
-
-def exists(client, name) -> bool:
-    try:
-        client.images.get(name)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
 
 
 @pytest.fixture
@@ -31,22 +20,16 @@ def copies(docker_client, python_demo, monkeypatch, tmp_path):
 
     def make(n):
         for _ in range(n):
-            tag = f"{REPO}/py:{uuid.uuid4().hex[:8]}"
-            docker_client.images.build(fileobj=io.BytesIO(f"FROM {python_demo.image}\nLABEL t={tag}\n".encode()),
-                                       tag=tag, rm=True, pull=False)
-            made.append(tag)
+            made.append(labelled_copy(docker_client, python_demo.image, f"{REPO}/py:{uuid.uuid4().hex[:8]}"))
         return made[-n:]
 
     yield make
     for tag in made:
-        for prepared in docker_client.images.list(filters={"label": f"{SOURCE_LABEL}={tag}"}):
-            docker_client.images.remove(prepared.id, force=True)
-        if exists(docker_client, tag):
-            docker_client.images.remove(tag, force=True)
+        drop_with_prepared(docker_client, tag)
 
 
 def dataset(tmp_path, python_demo, images):
-    row = next(r for r in load_local_rows(DEMO_TASK_REPO) if r["instance_id"] == python_demo.instance_id)
+    row = demo_row(python_demo)
     path = tmp_path / "copies.jsonl"
     path.write_text("".join(json.dumps({**row, "instance_id": f"{row['instance_id']}-{n}", "image": image}) + "\n"
                             for n, image in enumerate(images)))
