@@ -1,0 +1,104 @@
+"""The real (non-scripted) judge route of WildClawBench, end to end: real Docker, the real Claude Code harness on the
+scripted model as usual, and `--judge-model openai/gpt-5.4` (the released default judge) sent where the released
+runner sends it, OpenRouter, through the run's gateway on the judge's own token. The only stand-in is the judge's
+provider (tests/judge_provider.py: OpenRouter's Chat Completions wire, reached at OPENROUTER_BASE_URL as the real
+one would be), answering the graders' prompts with scores the test chooses, other than the scripted judge's (1.0 for
+both demo criteria), so no assertion here can pass on the scripted path.
+
+- The demo's judged task (a text judge) and its vision-judged one: the scores are the stand-in's; what it received is
+  the graders' requests (the model name OpenRouter knows, the judge prompt with the agent's summary, the agent's
+  contact sheet as an image), with the provider's key and never a gateway token; the judge's tokens and cost are
+  counted as the judge's, apart from the agent's; the agent's own model call naming the same model, on its own
+  token, never reached the judge's provider.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from judge_provider import PROVIDER_COST, USAGE, JudgeProvider, image_urls, prompt_text  # noqa: E402
+from test_wildclaw_run import bundle, left_containers, results  # noqa: E402
+
+pytestmark = [pytest.mark.docker, pytest.mark.harness]
+
+SLOTS = "01_Productivity_Flow_task_1_meeting_slots"  # summary_quality, judged from the summary's text (weight 0.2)
+SHEET = "05_Creative_Synthesis_task_1_clip_contact_sheet"  # sheet_judged, judged from the image (weight 0.2)
+SUMMARY, CONTACT = "criterion: summary_quality", "criterion: contact_sheet"  # in each grader's judge prompt
+SCORES = {SUMMARY: 0.75, CONTACT: 0.4}  # the scripted judge's answers: 1.0 and 1.0
+JUDGE = "openai/gpt-5.4"  # as released; the gateway sends it to OpenRouter under this name
+KEY = "sk-or-JUDGE-KEY-MUST-NOT-LEAK"
+PRICE = {"input": 2.0, "output": 10.0}  # USD per million tokens, given with --prices
+
+
+@pytest.fixture
+def provider(monkeypatch, docker_client):
+    bundle(docker_client, "claude-code")
+    with JudgeProvider(dict(SCORES)) as stand_in:
+        monkeypatch.setenv("OPENROUTER_BASE_URL", stand_in.url + "/v1")
+        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+        yield stand_in
+
+
+def run_judged(pytester, run_dir: Path, select: str, *args):
+    prices = run_dir.parent / f"{run_dir.name}-prices.yaml"
+    prices.write_text(f"{JUDGE}: {json.dumps(PRICE)}\n")
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                         "--harness", "claude-code", "--model", "scripted/gold", "--judge-model",
+                                         JUDGE, "--prices", str(prices), "--run-dir", str(run_dir), "-k", select,
+                                         *args, timeout=1800)
+
+
+def test_a_real_judge_grades_through_its_provider(pytester, tmp_path, provider, docker_client):
+    run_dir = tmp_path / "run"
+    done = run_judged(pytester, run_dir, "meeting_slots or clip_contact_sheet", "-n", "2")
+    got = results(run_dir)
+    assert done.ret == 0, (got, done.stdout.str()[-3000:])
+    # the stand-in's scores, in each grader's own weights
+    assert got[SLOTS]["scores"]["summary_quality"] == 0.75 and got[SLOTS]["overall_score"] == 0.95, got[SLOTS]
+    assert got[SHEET]["scores"]["sheet_judged"] == 0.4 and got[SHEET]["overall_score"] == 0.88, got[SHEET]
+    assert got[SHEET]["scores"]["description"] == 1.0  # the agent's own model call was answered (scripted vision)
+
+    seen = list(provider.seen)
+    # the judge's provider got the graders' two requests and nothing else: the agent's own model call named the
+    # same model on its own token ("What is in this contact sheet?") and stayed on the agent's route
+    assert len(seen) == 2 and {len(provider.calls_for(SUMMARY)), len(provider.calls_for(CONTACT))} == {1}, seen
+    for s in seen:
+        assert s["path"] == "/v1/chat/completions"
+        assert s["headers"]["authorization"] == f"Bearer {KEY}"  # the provider's key, not the judge's token
+        assert "clawswe-" not in json.dumps(s["headers"]) + json.dumps(s["body"])
+        assert s["body"]["model"] == JUDGE and s["body"]["temperature"] == 0
+    (slots,) = provider.calls_for(SUMMARY)
+    summary = (run_dir / "tasks" / SLOTS / "snapshot" / "tmp_workspace" / "results" / "summary.md").read_text()
+    assert summary.strip() and summary in prompt_text(slots["body"]) and not image_urls(slots["body"])
+    (sheet,) = provider.calls_for(CONTACT)
+    (url,) = image_urls(sheet["body"])
+    png = run_dir / "tasks" / SHEET / "snapshot" / "tmp_workspace" / "results" / "contact_sheet.png"
+    assert url == "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
+
+    from pytest_clawswe.gateway.record.ledger import read_records
+
+    for task_id in (SLOTS, SHEET):
+        r = got[task_id]
+        # the judge's tokens and cost are the judge's: what the provider reported, priced with --prices
+        assert r["judge_usage"] == {"requests": 1, "input_tokens": USAGE.input_tokens,
+                                    "output_tokens": USAGE.output_tokens, "cache_read_tokens": 0,
+                                    "cache_write_tokens": 0}, r
+        judge_cost = (USAGE.input_tokens * PRICE["input"] + USAGE.output_tokens * PRICE["output"]) / 1e6
+        assert r["judge_cost_usd"] == pytest.approx(judge_cost) and r["cost_usd"] == 0.0  # the agent's: scripted
+        usage = json.loads((run_dir / "tasks" / task_id / "usage.json").read_text())
+        assert usage["judge"]["model"] == JUDGE and usage["judge"]["input_tokens"] == USAGE.input_tokens
+        assert usage["input_tokens"] == r["usage"]["input_tokens"]  # the agent's totals hold none of the judge's
+        (record,) = read_records(run_dir / "gateway", f"{task_id}.judge")
+        assert record["model"] == f"openrouter/{JUDGE}" and record["requested_model"] == JUDGE
+        assert record["provider_cost_usd"] == PROVIDER_COST and record["status"] == 200
+        agent = read_records(run_dir / "gateway", task_id) + read_records(run_dir / "gateway", f"{task_id}.tools")
+        assert agent and {a["model"] for a in agent} <= {"scripted/gold", "scripted/vision"}
+    summary_json = json.loads((run_dir / "summary.json").read_text())
+    assert summary_json["judge_tokens"] == 2 * (USAGE.input_tokens + USAGE.output_tokens)
+    assert not [p for p in run_dir.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert not left_containers(docker_client, run_dir)
