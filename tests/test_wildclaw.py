@@ -285,6 +285,15 @@ def test_judge_failure_is_the_last_word_of_the_records():
     assert judge_failure([]) == ""
 
 
+def test_a_judge_failure_says_what_to_do():
+    refused = {"status": 401, "error": "upstream status 401", "failure": "auth", "reason": "401 No auth credentials"}
+    said = judge_failure([refused], "OPENROUTER_API_KEY")
+    assert "401 No auth credentials" in said and "check OPENROUTER_API_KEY" in said and "--resume" in said
+    busy = {"status": 500, "failure": "server", "reason": "500 Internal Server Error"}
+    assert "wait, then --resume" in judge_failure([busy, busy], "OPENROUTER_API_KEY")
+    assert "--judge-model name" in judge_failure([{"status": 404, "failure": "model", "reason": "404 no model"}])
+
+
 # --- the transcript the grader reads --------------------------------------------------------------------
 
 def roles(messages):

@@ -10,6 +10,9 @@ both demo criteria), so no assertion here can pass on the scripted path.
   contact sheet as an image), with the provider's key and never a gateway token; the judge's tokens and cost are
   counted as the judge's, apart from the agent's; the agent's own model call naming the same model, on its own
   token, never reached the judge's provider.
+- A provider that refuses the judge (401) makes the task an error whose sentence says what to do, never a 0; a 500
+  is retried by the grader's client (as against OpenRouter) and the task graded on the answer that followed; a
+  judge that never answers ends in the grader's time limit, an error.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from judge_provider import PROVIDER_COST, USAGE, JudgeProvider, image_urls, prompt_text  # noqa: E402
+from judge_provider import HANG, PROVIDER_COST, USAGE, JudgeProvider, image_urls, prompt_text  # noqa: E402
 from test_wildclaw_run import bundle, left_containers, results  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
@@ -101,4 +104,37 @@ def test_a_real_judge_grades_through_its_provider(pytester, tmp_path, provider, 
     summary_json = json.loads((run_dir / "summary.json").read_text())
     assert summary_json["judge_tokens"] == 2 * (USAGE.input_tokens + USAGE.output_tokens)
     assert not [p for p in run_dir.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert not left_containers(docker_client, run_dir)
+
+
+def test_a_judge_provider_failure_is_an_error_or_retried(pytester, tmp_path, provider, docker_client):
+    provider.failures = {SUMMARY: [401] * 3, CONTACT: [500]}
+    run_dir = tmp_path / "run"
+    done = run_judged(pytester, run_dir, "meeting_slots or clip_contact_sheet", "-n", "2")
+    got = results(run_dir)
+    assert done.ret == 1, (got, done.stdout.str()[-3000:])
+    done.stdout.fnmatch_lines(["*1 passed*1 error*"])
+    # 401: an error, with what to do, never a score
+    r = got[SLOTS]
+    assert r["outcome"] == "error" and r["overall_score"] is None, r
+    assert "401" in r["error"] and "OPENROUTER_API_KEY" in r["error"] and "--resume" in r["error"], r["error"]
+    assert not (run_dir / "tasks" / SLOTS / "score.json").exists()
+    assert len(provider.calls_for(SUMMARY)) == 1  # a refused key is not retried (the OpenAI client's rule)
+    # 500: the grader's client asked again, and the task is graded on the answer that came
+    r = got[SHEET]
+    assert r["outcome"] == "passed" and r["scores"]["sheet_judged"] == 0.4, r
+    assert len(provider.calls_for(CONTACT)) == 2 and r["judge_usage"]["requests"] == 1
+    assert json.loads((run_dir / "summary.json").read_text())["errors"] == 1
+    assert not left_containers(docker_client, run_dir)
+
+
+def test_a_judge_that_never_answers_is_an_error(pytester, tmp_path, provider, docker_client):
+    provider.failures = {SUMMARY: [HANG]}
+    run_dir = tmp_path / "run"
+    done = run_judged(pytester, run_dir, "meeting_slots", "-n", "0", "--grade-timeout", "30")
+    assert done.ret == 1, done.stdout.str()[-3000:]
+    (r,) = results(run_dir).values()
+    assert r["outcome"] == "error" and r["overall_score"] is None, r
+    assert "30 s" in r["error"] and "--grade-timeout" in r["error"], r["error"]
+    assert len(provider.calls_for(SUMMARY)) == 1
     assert not left_containers(docker_client, run_dir)

@@ -154,9 +154,21 @@ class TaskRunner(TaskPhases, ItemRunner):
         given = self.options.judge_model
         priced_as = given if given in self.prices.overrides else judge_model.spec
         result.judge_cost_usd = self.prices.cost_usd(usage, priced_as)
-        judge_failed = grader.judge_failure(records)
+        judge_failed = grader.judge_failure(records, _key_env(judge_model))
         if judge_failed:  # graders often catch the judge's exception and score 0: that 0 is not the agent's
             raise grader.GradeError(f"{task.id}: {judge_failed}")
         if failure is not None:
             raise failure
         return graded
+
+
+def _key_env(model: Model) -> str:
+    """The variable holding the key of the judge's provider (for an error's advice), "" when none serves it."""
+    from pytest_clawswe.gateway.upstream.providers import resolve
+
+    if model.is_scripted:
+        return ""
+    try:
+        return resolve(model).key_env
+    except ValueError:
+        return ""

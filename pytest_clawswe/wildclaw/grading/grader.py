@@ -41,16 +41,27 @@ class GradeError(ItemError):
     """grade() could not give a score (crash, time limit, judge failure): an item error, never a 0."""
 
 
-def judge_failure(records: list[dict]) -> str:
-    """Why the judge failed, or "": a judge request that failed and was not followed by a success
-    (the grader's client retries; a failure it recovered from is not the agent's problem either)."""
-    failed = ""
+def judge_failure(records: list[dict], key_env: str = "") -> str:
+    """Why the judge failed and what to do, in one sentence, or "": a judge request that failed and was not
+    followed by a success (the grader's client retries; a failure it recovered from is not the agent's problem
+    either). `key_env` names the judge provider's key, for the advice."""
+    last = None
     for r in records:
-        if r.get("status", 0) >= 400 or r.get("error"):
-            failed = f"the judge failed after its retries (status {r.get('status')}: {r.get('error') or 'error'})"
-        else:
-            failed = ""
-    return failed
+        last = r if r.get("status", 0) >= 400 or r.get("error") else None
+    if last is None:
+        return ""
+    said = last.get("reason") or f"status {last.get('status')}: {last.get('error') or 'error'}"
+    return f"the judge failed after its retries ({said}); {_judge_advice(last.get('failure'), key_env)}"
+
+
+def _judge_advice(kind: str | None, key_env: str) -> str:
+    """What to do about a judge failure of that kind (gateway/upstream/failures.py); the task is graded again by
+    --resume (its agent too) or `clawswe regrade` (its grading alone)."""
+    again = "then --resume, or grade it again with clawswe regrade"
+    key = key_env or "the judge provider's key"
+    return {"auth": f"check {key}, {again}", "billing": f"top up the credit behind {key}, {again}",
+            "permission": f"check that {key} may use the --judge-model, {again}",
+            "model": f"check the --judge-model name, {again}"}.get(kind or "", f"wait, {again}")
 
 
 def keep_grading_inputs(folder: Path, task, workspace: Path) -> None:
