@@ -10,6 +10,7 @@ both demo criteria), so no assertion here can pass on the scripted path.
   contact sheet as an image), with the provider's key and never a gateway token; the judge's tokens and cost are
   counted as the judge's, apart from the agent's; the agent's own model call naming the same model, on its own
   token, never reached the judge's provider.
+- A grader whose client streams (tests/data/wildclaw-judge) gets the judge's answer streamed, its usage counted.
 - A provider that refuses the judge (401) makes the task an error whose sentence says what to do, never a 0; a 500
   is retried by the grader's client (as against OpenRouter) and the task graded on the answer that followed; a
   judge that never answers ends in the grader's time limit, an error.
@@ -137,4 +138,34 @@ def test_a_judge_that_never_answers_is_an_error(pytester, tmp_path, provider, do
     assert r["outcome"] == "error" and r["overall_score"] is None, r
     assert "30 s" in r["error"] and "--grade-timeout" in r["error"], r["error"]
     assert len(provider.calls_for(SUMMARY)) == 1
+    assert not left_containers(docker_client, run_dir)
+
+
+STREAMED = "01_Productivity_Flow_task_1_streamed_judge"  # its grader asks its judge with stream=True
+STREAMED_SET = Path(__file__).parent / "data" / "wildclaw-judge"
+NOTE = "criterion: note_quality"
+
+
+def test_a_grader_that_streams_gets_the_judge_streamed(pytester, tmp_path, provider, docker_client):
+    provider.scores[NOTE] = 0.6
+    run_dir = tmp_path / "run"
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(f"{JUDGE}: {json.dumps(PRICE)}\n")
+    done = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset",
+                                         str(STREAMED_SET), "--harness", "claude-code", "--model", "scripted/gold",
+                                         "--judge-model", JUDGE, "--prices", str(prices), "--run-dir", str(run_dir),
+                                         "-n", "0", timeout=1200)
+    (r,) = results(run_dir).values()
+    assert done.ret == 0, (r, done.stdout.str()[-3000:])
+    assert r["scores"] == {"note_written": 1.0, "note_quality": 0.6, "overall_score": 0.8}, r
+    (call,) = provider.calls_for(NOTE)
+    # streamed to the provider as the grader asked; the gateway asked for the usage chunk on its behalf
+    assert call["body"]["stream"] is True and call["body"]["stream_options"] == {"include_usage": True}
+    assert call["body"]["model"] == JUDGE and call["headers"]["authorization"] == f"Bearer {KEY}"
+    assert r["judge_usage"]["requests"] == 1 and r["judge_usage"]["input_tokens"] == USAGE.input_tokens
+    assert r["judge_usage"]["output_tokens"] == USAGE.output_tokens
+    from pytest_clawswe.gateway.record.ledger import read_records
+
+    (record,) = read_records(run_dir / "gateway", f"{STREAMED}.judge")
+    assert record["stream"] is True and record["provider_cost_usd"] == PROVIDER_COST
     assert not left_containers(docker_client, run_dir)
