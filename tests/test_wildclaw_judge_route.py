@@ -11,6 +11,8 @@ both demo criteria), so no assertion here can pass on the scripted path.
   counted as the judge's, apart from the agent's; the agent's own model call naming the same model, on its own
   token, never reached the judge's provider.
 - A grader whose client streams (tests/data/wildclaw-judge) gets the judge's answer streamed, its usage counted.
+- `clawswe regrade RUN --judge-model openai/gpt-5.4` (README) grades a run the scripted judge graded again through the
+  judge's provider, after the key check; a key the provider refuses stops it before anything is written.
 - A provider that refuses the judge (401) makes the task an error whose sentence says what to do, never a 0; a 500
   is retried by the grader's client (as against OpenRouter) and the task graded on the answer that followed; a
   judge that never answers ends in the grader's time limit, an error.
@@ -169,3 +171,38 @@ def test_a_grader_that_streams_gets_the_judge_streamed(pytester, tmp_path, provi
     (record,) = read_records(run_dir / "gateway", f"{STREAMED}.judge")
     assert record["stream"] is True and record["provider_cost_usd"] == PROVIDER_COST
     assert not left_containers(docker_client, run_dir)
+
+
+def test_a_run_judged_offline_is_graded_again_by_the_real_judge(pytester, tmp_path, provider, docker_client):
+    """README's `clawswe regrade RUN --judge-model openai/gpt-5.4`: a run the scripted judge graded, graded again
+    through the judge's provider after the key check; a key the provider refuses stops it before anything."""
+    from test_regrade import clawswe
+
+    run_dir = tmp_path / "run"
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(f"{JUDGE}: {json.dumps(PRICE)}\n")
+    done = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
+                                         "--harness", "claude-code", "--model", "scripted/gold", "--judge-model",
+                                         "scripted", "--prices", str(prices), "--run-dir", str(run_dir), "-k",
+                                         "meeting_slots", "-n", "0", timeout=1200)
+    assert done.ret == 0, done.stdout.str()[-3000:]
+    assert results(run_dir)[SLOTS]["scores"]["summary_quality"] == 1.0 and not provider.seen  # the scripted judge
+
+    provider.failures = {"": [401]}  # the key check's request holds no criterion
+    refused = clawswe("regrade", str(run_dir), "--out", str(tmp_path / "refused"), "--judge-model", JUDGE, "-n", "0",
+                      cwd=tmp_path)
+    assert refused.returncode != 0 and "401" in refused.stdout + refused.stderr, refused.stdout[-2000:]
+    assert not (tmp_path / "refused" / "tasks").exists() and len(provider.seen) == 1
+
+    out = tmp_path / "out"
+    again = clawswe("regrade", str(run_dir), "--out", str(out), "--judge-model", JUDGE, "--prices", str(prices), "-n",
+                    "0", cwd=tmp_path)  # a regrade's prices are its own
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    r = results(out)[SLOTS]
+    assert r["judge_model"] == JUDGE and r["scores"]["summary_quality"] == 0.75 and r["overall_score"] == 0.95, r
+    assert r["judge_usage"]["input_tokens"] == USAGE.input_tokens and r["judge_usage"]["requests"] == 1
+    assert r["judge_cost_usd"] == pytest.approx((USAGE.input_tokens * PRICE["input"]
+                                                 + USAGE.output_tokens * PRICE["output"]) / 1e6)
+    (judged,) = provider.calls_for(SUMMARY)
+    assert judged["headers"]["authorization"] == f"Bearer {KEY}" and judged["body"]["model"] == JUDGE
+    assert not left_containers(docker_client, out)
