@@ -4,7 +4,10 @@
     ├── UserError      the user's to fix, found before anything is written where it can be (a dataset, a harness,
     │                  a price file, a task file, no runs to report)
     ├── InfraError     the machinery (Docker, an image, the gateway, the evaluator, a provider): the item errors,
-    │                  it never fails; `retryable` says whether a second attempt from scratch may succeed
+    │   │              it never fails; `retryable` says whether a second attempt from scratch may succeed
+    │   └── StageTimeout   a stage of the item (run/item/phases.py) ran over its own limit and was stopped
+    │       ├── SetupTimeout    images, containers, the sandbox's set-up (the Deadline's setup_s)
+    │       └── VerifyTimeout   grading (the Deadline's verify_s)
     ├── ItemError      the item ends as an error result (a task's setup, its grader)
     └── Verdict        a wrong answer: a pytest failure (not resolved, not passed)
 
@@ -39,6 +42,29 @@ class InfraError(ClawsweError):
     def __init__(self, message: str, retryable: bool = True):
         super().__init__(message)
         self.retryable = retryable
+
+
+class StageTimeout(InfraError):
+    """A stage of an item ran over its own limit (the item's Deadline): what it waited on was stopped, and the
+    item ends as an error naming the phase, never as a 0. Not retried from scratch (a hang tends to hang again):
+    --resume runs the item again."""
+
+    stage = ""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=False)
+
+
+class SetupTimeout(StageTimeout):
+    """The setup stage (images, the sandbox, its services and warmup) ran over its limit (--setup-timeout)."""
+
+    stage = "setup"
+
+
+class VerifyTimeout(StageTimeout):
+    """The verify stage (the evaluation, the grader) ran over its limit (the benchmark's grading timeout)."""
+
+    stage = "verify"
 
 
 class ItemError(ClawsweError):

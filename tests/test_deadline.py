@@ -51,7 +51,7 @@ def test_the_budget_is_a_read_only_view_of_the_deadline():
 
 
 def test_claw_swe_bench_computes_every_limit_of_an_instance_in_one_place():
-    cfg = SimpleNamespace(budget_s=600.0)  # the RunConfig field it reads; the eval timeout is SweOptions'
+    cfg = SimpleNamespace(budget_s=600.0, setup_timeout_s=None)  # the RunConfig fields it reads; the eval timeout is SweOptions'
     deadline = new_deadline(cfg, 300.0)
     assert deadline.budget_s == 600.0 and deadline.retry_min_s == MIN_RETRY_BUDGET_S
     assert deadline.hard_s() == 600.0 + 300.0 + SETUP_ALLOWANCE_S  # the item's backstop, as before

@@ -1,7 +1,7 @@
 """One item's deadline, made once by its benchmark's runner and read, never rewritten, by every phase.
 
 Every time limit of an item comes from here (as Harbor's trial computes its timeouts once when it is made): the
-item's hard stop (pytest-timeout's backstop, items.py), the agent's budget and what a retry gets of it (run/item/agent.py),
+setup and verify stages' own limits (run/item/phases.py), the item's hard stop (pytest-timeout's backstop, items.py), the agent's budget and what a retry gets of it (run/item/agent.py),
 the wrapper's deadline of a harness run (budget + the harness's own grace_s, adapters/_bundled.py) and a harness's
 own timeout (openclaw's --timeout). It lives on the harness layer because AgentContext, which adapters read, holds
 it; the runners above make it.
@@ -15,12 +15,17 @@ import math
 import time
 from dataclasses import dataclass, replace
 
+# what the verify stage may take on top of grading's own timeout: the grading container's start, the inputs copied
+# into it, the patch applied, the report read (run/item/phases.py stops the stage at grade_s + this)
+VERIFY_ALLOWANCE_S = 300.0
+
 
 @dataclass(frozen=True)
 class Deadline:
     agent_s: float  # the agent's budget for the item (--budget; WildClawBench: timeout_seconds x --budget-factor)
-    setup_s: float = 0.0  # the benchmark's allowance for images and containers (its SETUP_ALLOWANCE_S)
+    setup_s: float = 0.0  # the setup stage's limit: images and containers (--setup-timeout, or its SETUP_ALLOWANCE_S)
     grade_s: float = 0.0  # grading's own timeout (--eval-timeout / --grade-timeout)
+    verify_allowance_s: float = VERIFY_ALLOWANCE_S  # the verify stage's limit is grade_s + this (verify_s)
     retry_min_s: float = 1.0  # a retry with less of the budget left than this is not started
     attempt_s: float | None = None  # this attempt's budget (a retry's: what was left); None: the whole agent_s
 
@@ -28,6 +33,12 @@ class Deadline:
     def budget_s(self) -> float:
         """The wall-clock budget of this attempt of the agent."""
         return self.agent_s if self.attempt_s is None else self.attempt_s
+
+    @property
+    def verify_s(self) -> float:
+        """The verify stage's limit: grading's own timeout (which ends the graded command itself, as it always did)
+        and the allowance for the rest of the stage."""
+        return self.grade_s + self.verify_allowance_s
 
     def hard_s(self) -> float:
         """The hard stop of the whole item: the agent's budget, grading and the setup allowance."""

@@ -255,6 +255,7 @@ class RunConfig:
     harness_name: str
     model: Model  # --model, parsed once (run/options.py:model_value); a str given here is parsed (__post_init__)
     budget_s: float = 3600.0
+    setup_timeout_s: float | None = None  # --setup-timeout: the setup stage's limit (None: the benchmark's own)
     mem_limit: str | None = "8g"
     pids_limit: int | None = 300
     disk_limit: int | None = 20 * 2**30  # bytes an agent's container may write; None: no limit

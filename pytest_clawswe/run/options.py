@@ -70,6 +70,10 @@ def positive_seconds(value: float, flag: str) -> float:
     return value
 
 
+def optional_seconds(value: float | None, flag: str) -> float | None:
+    return None if value is None else positive_seconds(value, flag)
+
+
 def size(example: str) -> Callable[[str, str], int | None]:
     """A size such as 8g; none: no limit (None). 0 is refused: it would silently remove the limit."""
     def check(text: str, flag: str) -> int | None:
@@ -201,6 +205,10 @@ OPTIONS: tuple[Option, ...] = (
            "run/config.py:run_location, check_resume", dict(metavar="RUN_DIR")),
     Option("--budget", "wall-clock seconds the agent may work on one instance (default: %(default)s, as the paper)",
            "RunConfig.budget_s", dict(type=float, default=3600.0), config_field="budget_s", check=positive_seconds),
+    Option("--setup-timeout", "seconds an item's setup stage (images, containers, the sandbox's services and warmup) "
+           "may take before it is stopped as an error (default: the benchmark's, 1200 for Claw-SWE-Bench, 900 for "
+           "WildClawBench)", "RunConfig.setup_timeout_s", dict(type=float, default=None, metavar="SECONDS"),
+           config_field="setup_timeout_s", check=optional_seconds),
     Option("--mem-limit", "memory limit of each container, e.g. 8g; none: no limit (default: %(default)s)",
            "RunConfig.mem_limit", dict(default="8g"), config_field="mem_limit", check=memory_limit),
     Option("--pids-limit", "process limit of each container (default: %(default)s)", "RunConfig.pids_limit",

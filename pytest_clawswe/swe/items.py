@@ -15,7 +15,8 @@ from pytest_clawswe.swe.dataset import Instance, language_marker
 from pytest_clawswe.swe.options import DEFAULT_EVAL_TIMEOUT_S
 from pytest_clawswe.swe.results.run_dir import RESOLVED, InstanceResult
 
-# Time allowed on top of the agent budget and the evaluation timeout for image pulls and first preparation.
+# The setup stage's limit (image pulls and builds, the first preparation, the container) unless --setup-timeout
+# gives one; in the item's hard stop on top of the agent budget and the evaluation timeout.
 SETUP_ALLOWANCE_S = 1200
 MIN_RETRY_BUDGET_S = 1.0  # a retry with less budget left than this is not started (instance_runner's retry policy)
 
@@ -24,7 +25,7 @@ def new_deadline(cfg, eval_timeout_s: float) -> Deadline:
     """An instance's deadline (harness/deadline.py), the one place its time limits are computed: made once per
     item by InstanceRunner, read by the agent phase and its retries and the harness's wrapper; the item's hard
     stop below is the same function's."""
-    return Deadline(cfg.budget_s, setup_s=SETUP_ALLOWANCE_S, grade_s=eval_timeout_s,
+    return Deadline(cfg.budget_s, setup_s=cfg.setup_timeout_s or SETUP_ALLOWANCE_S, grade_s=eval_timeout_s,
                     retry_min_s=MIN_RETRY_BUDGET_S)
 
 

@@ -17,15 +17,17 @@ from pytest_clawswe.wildclaw.task.file import MODALITIES, Task, TaskFileError, p
 
 CATEGORY_MARKERS = {"productivity": "Productivity Flow", "code": "Code Intelligence", "social": "Social Interaction",
                     "search": "Search & Retrieval", "creative": "Creative Synthesis", "safety": "Safety Alignment"}
-SETUP_ALLOWANCE_S = 900  # image builds and container starts on top of the task budget and grading
+SETUP_ALLOWANCE_S = 900  # the setup stage's limit (image builds, the container, services, warmup) by default
 
 
-def new_deadline(options, task: Task) -> Deadline:
+def new_deadline(options, task: Task, setup_timeout_s: float | None = None) -> Deadline:
     """A task's deadline (harness/deadline.py), the one place its time limits are computed: the agent's budget is
     the task's own timeout_seconds scaled by --budget-factor (what its prompt states too; result.json keeps the
     task's own). Made once per task by TaskRunner, read by the agent phase and the harness's wrapper; the item's
-    hard stop below is the same function's. One attempt: a task changes its world, a retry would start dirty."""
-    return Deadline(options.budget(task.timeout_seconds), setup_s=SETUP_ALLOWANCE_S, grade_s=options.grade_timeout_s)
+    hard stop below is the same function's. One attempt: a task changes its world, a retry would start dirty.
+    `setup_timeout_s`: --setup-timeout (RunConfig.setup_timeout_s), the setup stage's limit when given."""
+    return Deadline(options.budget(task.timeout_seconds), setup_s=setup_timeout_s or SETUP_ALLOWANCE_S,
+                    grade_s=options.grade_timeout_s)
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -80,7 +82,12 @@ class TaskItem(BenchmarkItem):
     def deadline(self) -> Deadline | None:
         """The agent's budget is the task's, scaled by --budget-factor: a factor above 1 must not meet the backstop."""
         opts = getattr(self.parent, "options", None)
-        return None if opts is None else new_deadline(opts, self.task)
+        if opts is None:
+            return None
+        from pytest_clawswe.run.session import RUN_KEY
+
+        cfg = self.config.stash.get(RUN_KEY, None)  # --setup-timeout, when the run's config is known
+        return new_deadline(opts, self.task, cfg.setup_timeout_s if cfg is not None else None)
 
     def runtest(self) -> None:
         r = self.result

@@ -1,10 +1,10 @@
 """A WildClawBench task's run as named phases (run/item/phases.py), a mixin of TaskRunner.
 
-In order: check (its workspace, skills, fixtures), images, prompt, register (the gateway's tokens, before the
-container: its OPENROUTER_* variables need them), plan (the container's settings, the services), setup (the
-container, its services, inputs, warmup, the network lock), agent, agent_end, snapshot, world, sandbox_remove,
-transcript (the gateway's record of the agent's calls), verify (the grader's container, the judge: its seconds are
-timings["grade"]). The timed ones keep their seconds under their names in result.json's timings (as
+In order, in the setup stage: check (its workspace, skills, fixtures), images, prompt, register (the gateway's
+tokens, before the container: its OPENROUTER_* variables need them), plan (the container's settings, the services),
+setup (the container, its services, inputs, warmup, the network lock); in the agent stage: agent, agent_end, snapshot,
+world, sandbox_remove, transcript (the gateway's record of the agent's calls); in the verify stage: verify (the
+grader's container, the judge: its seconds are timings["grade"]). The timed ones keep their seconds under their names in result.json's timings (as
 wildclaw/benchmark.py's timing_phases read them).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.model import VISION, Model
-from pytest_clawswe.run.item.phases import ALWAYS, NEVER, Phase
+from pytest_clawswe.run.item.phases import AGENT, ALWAYS, NEVER, SETUP, VERIFY, Phase, staged
 from pytest_clawswe.wildclaw.grading import fixtures, grader, transcript
 from pytest_clawswe.wildclaw.task import container
 from pytest_clawswe.wildclaw.results import TaskResult
@@ -73,16 +73,17 @@ class TaskPhases:
     grade_and_score: Any
 
     def phases(self) -> list[Phase]:
-        return [Phase("check", self._check, NEVER), Phase("images", self._task_images),
-                Phase("prompt", self._prompt, NEVER), Phase("register", self._tokens, NEVER),
-                Phase("plan", self._plan, NEVER), Phase("setup", self._setup),
-                Phase("agent", self._agent, ALWAYS, after=self._agent_usage), Phase("agent_end", self._agent_end, NEVER),
-                Phase("snapshot", lambda s: container.keep_snapshot(s.ws, s.work, s.result.warnings)),
-                Phase("world", lambda s: container.keep_world(s.ws, s.work, s.result.warnings)),
-                Phase("sandbox_remove", lambda s: s.stack.close(), NEVER),
-                Phase("transcript", self._transcript, NEVER),
-                Phase("verify", lambda s: self.grade_and_score(s.task, s.found, s.work, s.grader_image, s.result),
-                      NEVER)]
+        return [*staged(SETUP, Phase("check", self._check, NEVER), Phase("images", self._task_images),
+                        Phase("prompt", self._prompt, NEVER), Phase("register", self._tokens, NEVER),
+                        Phase("plan", self._plan, NEVER), Phase("setup", self._setup)),
+                *staged(AGENT, Phase("agent", self._agent, ALWAYS, after=self._agent_usage),
+                        Phase("agent_end", self._agent_end, NEVER),
+                        Phase("snapshot", lambda s: container.keep_snapshot(s.ws, s.work, s.result.warnings)),
+                        Phase("world", lambda s: container.keep_world(s.ws, s.work, s.result.warnings)),
+                        Phase("sandbox_remove", lambda s: s.stack.close(), NEVER),
+                        Phase("transcript", self._transcript, NEVER)),
+                *staged(VERIFY, Phase("verify", lambda s: self.grade_and_score(s.task, s.found, s.work,
+                                                                               s.grader_image, s.result), NEVER))]
 
     def _check(self, s: TaskRun) -> None:
         task = s.task

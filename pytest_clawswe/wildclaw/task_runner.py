@@ -17,7 +17,7 @@ from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.model import JUDGE, Model
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item.runner import ItemRunner
-from pytest_clawswe.run.item.phases import run_phases
+from pytest_clawswe.run.item.phases import run_phases, stage_limits
 from pytest_clawswe.usage import Usage
 from pytest_clawswe.wildclaw.grading import fixtures, grader
 from pytest_clawswe.wildclaw.items import new_deadline
@@ -84,9 +84,15 @@ class TaskRunner(TaskPhases, ItemRunner):
                           pass_score=self.options.pass_score, timeout_seconds=task.timeout_seconds)
 
     def run_phases(self, task: Task, work: Path, result: TaskResult) -> None:
+        deadline = new_deadline(self.options, task, self.config.setup_timeout_s)
+        # past a stage's limit the task's containers go (its sandbox, services, grader): what the stage waits on
+        # returns; an image build holds none, the hard stop is its backstop (run/item/phases.py)
+        limits = stage_limits(deadline, lambda: self.stop_containers(task.id),
+                              setup_hint="raise it with --setup-timeout, or check that the Docker engine answers "
+                                         "(docker info); then --resume",
+                              verify_hint="raise --grade-timeout, then --resume")
         with ExitStack() as stack:  # the task's container and its services go on every path out (task_phases.py)
-            run_phases(self.phases(), TaskRun(task, work, result, stack, new_deadline(self.options, task)),
-                       result.timings)
+            run_phases(self.phases(), TaskRun(task, work, result, stack, deadline), result.timings, limits)
 
     def grade_and_score(self, task: Task, found: fixtures.Fixtures, work: Path, image: str, result: TaskResult) -> None:
         """Grade the task from its folder `work` (what grade_folder reads) into `result`: scores, overall_score,

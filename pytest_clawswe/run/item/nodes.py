@@ -97,7 +97,14 @@ class BenchmarkItem(pytest.Item):
             return super()._repr_failure_py(excinfo, style)
         first = (str(excinfo.value).strip().splitlines() or [""])[0][:500]
         sentence = first if excinfo.errisinstance(self.ONE_LINE) else f"{excinfo.typename}: {first}"
-        return f"{self.item_id}: {sentence}{self._record_hint()}"
+        return f"{self.item_id}: {sentence}{self._phase(excinfo.value)}{self._record_hint()}"
+
+    def _phase(self, exc: BaseException) -> str:
+        """Where the item ended (run/item/phases.py): the exception's phase, or its result's (an item error)."""
+        from pytest_clawswe.run.item.phases import phase_of
+
+        phase = phase_of(exc) or getattr(self.result, "error_phase", "")
+        return f" [phase {phase}]" if phase else ""
 
     def _record_hint(self) -> str:
         session = self.config.pluginmanager.get_plugin("clawswe-session")

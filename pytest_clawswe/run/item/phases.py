@@ -1,19 +1,36 @@
-"""An item's run as a list of named phases (as Harbor's trial runs setup, agent and verification one after another).
+"""An item's run as a list of named phases in three stages (as Harbor's trial runs setup, agent and verification,
+each with its own timeout and its own error).
 
-Each benchmark's runner lists its phases (swe/instance/runner.py, wildclaw/task_runner.py); `run_phases` runs them
-in order on one per-item state object and keeps each timed phase's seconds in the result's timings under the
-phase's name, the keys the reports and `clawswe export harbor` read (Benchmark.timing_phases). A phase's failure
-is raised as its step raised it; the time limits the phases run under are the item's Deadline
-(harness/deadline.py).
+Each benchmark's runner lists its phases (swe/instance/phases.py, wildclaw/task_phases.py), each in a stage:
+`setup` (images, the sandbox, its services), `agent` (the agent and what is collected from its sandbox), `verify`
+(grading). `run_phases` runs them in order on one per-item state object and keeps each timed phase's seconds in the
+result's timings under the phase's name, the keys the reports and `clawswe export harbor` read
+(Benchmark.timing_phases).
+
+A stage with a limit (`StageLimit`, from the item's Deadline: harness/deadline.py) runs under a watchdog: at the
+limit it calls the stage's `stop` (the runner's: it removes the item's containers, so the exec, attach or start the
+step waits on returns), and the stage ends with its own error (SetupTimeout, VerifyTimeout: errors.py) naming the
+phase, the limit and what to do. A step that waits on something no container holds (an image pull or build, which
+the engine goes on with while its client waits) is not interrupted: its stage's error comes when it returns, and
+pytest-timeout's hard stop (Deadline.hard_s) stays the backstop. The agent stage has no clock here: its clock is
+the harness wrapper's (Deadline.agent_timeout), which stops the agent and leaves its work to be graded.
+
+Whatever ends an item, the exception carries the phase it happened in (`phase_of`): the runner records it in the
+result (`error_phase`) and the item's error line shows it.
 """
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from pytest_clawswe.errors import SetupTimeout, StageTimeout, VerifyTimeout
+
 OK, ALWAYS, NEVER = "ok", "always", "never"  # when a phase's seconds are kept: when it ends well, always, never
+SETUP, AGENT, VERIFY = "setup", "agent", "verify"  # the stages, in Harbor's trial's order
+PHASE_ATTR = "clawswe_phase"  # the attribute an exception carries its phase in (phase_of)
 
 
 @dataclass(frozen=True)
@@ -22,17 +39,142 @@ class Phase:
     step: Callable[[Any], None]  # runs the phase on the item's state
     timed: str = OK  # OK: its seconds are kept when it ends well; ALWAYS: however it ends; NEVER: not timed
     after: Callable[[Any], None] | None = None  # runs once its seconds are taken, however it ended (a finally)
+    stage: str = ""  # SETUP, AGENT or VERIFY ("": none, no limit)
 
 
-def run_phases(phases: Sequence[Phase], state: Any, timings: dict) -> None:
-    """Run `phases` in order on `state`; the first failure ends the item (raised as it is)."""
-    for phase in phases:
-        started, ended_well = time.monotonic(), False
+def staged(stage: str, *phases: Phase) -> list[Phase]:
+    """`phases` in `stage`."""
+    return [replace(p, stage=stage) for p in phases]
+
+
+@dataclass(frozen=True)
+class StageLimit:
+    """A stage's own limit and how it ends: `error` (a StageTimeout) with `hint`, what the user can do."""
+
+    seconds: float
+    error: type[StageTimeout]
+    hint: str
+    stop: Callable[[], None] | None = None  # stops what the stage's steps wait on (called from the watchdog)
+
+
+def stage_limits(deadline, stop: Callable[[], None] | None, setup_hint: str, verify_hint: str) -> dict[str, StageLimit]:
+    """The setup and verify stages' limits of an item from its Deadline (computed there once, never here)."""
+    return {SETUP: StageLimit(deadline.setup_s, SetupTimeout, setup_hint, stop),
+            VERIFY: StageLimit(deadline.verify_s, VerifyTimeout, verify_hint, stop)}
+
+
+def phase_of(exc: BaseException | None) -> str:
+    """The phase an exception (or the one it was raised from) ended an item in; "" when none is known."""
+    seen = 0
+    while exc is not None and seen < 20:
+        phase = getattr(exc, PHASE_ATTR, "")
+        if phase:
+            return phase
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return ""
+
+
+def _tag(exc: BaseException, phase: str) -> None:
+    if not phase_of(exc):
         try:
-            phase.step(state)
-            ended_well = True
-        finally:
-            if phase.timed == ALWAYS or (phase.timed == OK and ended_well):
-                timings[phase.name] = round(time.monotonic() - started, 3)
-            if phase.after is not None:
-                phase.after(state)
+            setattr(exc, PHASE_ATTR, phase)
+        except (AttributeError, TypeError):  # an exception that takes no attribute: its phase stays unknown
+            pass
+
+
+class _Watchdog:
+    """One stage's clock at a time: at its limit the stage's stop runs (once) unless the stage ended first."""
+
+    def __init__(self, limits: Mapping[str, StageLimit]):
+        self.limits, self.stage, self.lock = limits, "", threading.Lock()
+        self.timer: threading.Timer | None = None
+        self.fired = self.closed = False
+
+    def enter(self, stage: str, last_phase: str) -> None:
+        """A phase of `stage` begins: a new stage closes the previous one (raising its error if it ran out)."""
+        if stage == self.stage:
+            return
+        self.close(last_phase)
+        self.stage, self.fired, self.closed = stage, False, False
+        limit = self.limits.get(stage)
+        if limit is not None:
+            self.timer = threading.Timer(limit.seconds, self._fire, args=(stage,))
+            self.timer.daemon = True
+            self.timer.name = f"clawswe-{stage}-limit"
+            self.timer.start()
+
+    def _fire(self, stage: str) -> None:
+        with self.lock:  # never after the stage closed: its stop would hit the next stage's containers
+            if self.closed or stage != self.stage:
+                return
+            self.fired = True
+            stop = self.limits[stage].stop
+            if stop is not None:
+                try:
+                    stop()
+                except Exception:  # noqa: BLE001  the step then returns late: the hard stop is the backstop
+                    pass
+
+    def expired(self, phase: str) -> StageTimeout | None:
+        """The stage's error when its clock ran out (its stop ran): `phase` was running."""
+        with self.lock:
+            if not self.fired:
+                return None
+            limit = self.limits[self.stage]
+        return limit.error(f"the {self.stage} stage did not finish within its limit of {limit.seconds:g} s "
+                           f"(phase {phase} was stopped); {limit.hint}")
+
+    def close(self, last_phase: str = "") -> None:
+        with self.lock:
+            self.closed = True
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+        if last_phase:
+            over = self.expired(last_phase)
+            if over is not None:
+                _tag(over, last_phase)
+                raise over
+
+
+def run_phases(phases: Sequence[Phase], state: Any, timings: dict,
+               limits: Mapping[str, StageLimit] | None = None) -> None:
+    """Run `phases` in order on `state`; the first failure ends the item, tagged with its phase (phase_of): raised
+    as the step raised it, or, when its stage ran over its limit, as the stage's error."""
+    watchdog, last = _Watchdog(limits or {}), ""
+    try:
+        for phase in phases:
+            watchdog.enter(phase.stage, last)
+            last = phase.name
+            try:
+                _run_one(phase, state, timings)
+            except BaseException as exc:
+                over = watchdog.expired(phase.name)
+                if over is None:
+                    _tag(exc, phase.name)
+                    raise
+                _tag(over, phase.name)
+                raise over from exc
+            over = watchdog.expired(phase.name)  # stopped, and the step ended as if nothing happened
+            if over is not None:
+                _tag(over, phase.name)
+                raise over
+    finally:
+        watchdog.close()
+
+
+def _run_one(phase: Phase, state: Any, timings: dict) -> None:
+    started, ended_well = time.monotonic(), False
+    try:
+        phase.step(state)
+        ended_well = True
+    finally:
+        if phase.timed == ALWAYS or (phase.timed == OK and ended_well):
+            timings[phase.name] = round(time.monotonic() - started, 3)
+        if phase.after is not None:
+            phase.after(state)
+
+
+def names(phases: Iterable[Phase], stage: str) -> list[str]:
+    """The names of `phases` in `stage` (docs and tests)."""
+    return [p.name for p in phases if p.stage == stage]

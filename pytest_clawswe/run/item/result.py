@@ -23,6 +23,7 @@ class ItemResult:
     finish_reason: str = ""  # one of FINISH_REASONS, or "" before the agent ran
     error: str = ""  # one sentence when outcome is ERROR (and for harness errors)
     error_type: str = ""  # the class of the exception that ended the item as an error ("" when none did)
+    error_phase: str = ""  # the phase it happened in (run/item/phases.py; "" when unknown, and in older results)
     timings: dict = field(default_factory=dict)  # phase -> seconds; "total" too
     started_at: str = ""  # when the item's attempt began (UTC, ISO 8601): the timings are laid out from it
     harness_usage: dict = field(default_factory=dict)  # what the harness itself reported
@@ -42,6 +43,10 @@ class ItemResult:
         """End as an error: `error` says why, unless an earlier, closer reason is already recorded."""
         self.outcome = ERROR
         self.error = self.error or error
+
+    def error_line(self) -> str:
+        """The error as the report shows it: with its phase when it is known."""
+        return f"{self.error} (in phase {self.error_phase})" if self.error and self.error_phase else self.error
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import docker.errors
 
 from pytest_clawswe.errors import InfraError, ItemError
-from pytest_clawswe.labels import LABEL_RUN, owner_label
+from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN, owner_label
+from pytest_clawswe.run.item.phases import phase_of
 from pytest_clawswe.run.item.result import ERROR
 
 if TYPE_CHECKING:
@@ -48,6 +49,13 @@ INFRA_RETRIES = 1
 def progress(message: str) -> None:
     """A line for the terminal from any process of the run (xdist captures workers' stdout, not stderr)."""
     print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
+
+
+def _record(result, error: str, exc: BaseException) -> None:
+    """An item's end as an error: the sentence, the exception's class and the phase it happened in."""
+    result.fail(error)
+    result.error_type = type(exc).__name__
+    result.error_phase = phase_of(exc)
 
 
 class ItemRunner:
@@ -114,23 +122,19 @@ class ItemRunner:
             try:
                 self.run_phases(item, work, result)
             except self.ITEM_ERRORS as exc:
-                result.fail(str(exc))
-                result.error_type = type(exc).__name__
+                _record(result, str(exc), exc)
             except OSError as exc:
                 raise disk_or_engine_error(exc, work.parent) from exc
             except docker.errors.DockerException as exc:
                 raise InfraError(f"Docker failed: {exc}") from exc
         except InfraError as exc:
-            result.fail(str(exc))
-            result.error_type = type(exc).__name__
+            _record(result, str(exc), exc)
             raise
         except Exception as exc:  # bad data, an adapter bug: recorded as an error, then raised on
-            result.fail(f"{type(exc).__name__}: {exc}"[:500])
-            result.error_type = type(exc).__name__
+            _record(result, f"{type(exc).__name__}: {exc}"[:500], exc)
             raise
         except BaseException as exc:  # Ctrl-C, the hard timeout: recorded as an error, then raised on
-            result.fail(f"interrupted: {type(exc).__name__}: {exc}"[:500])
-            result.error_type = type(exc).__name__
+            _record(result, f"interrupted: {type(exc).__name__}: {exc}"[:500], exc)
             raise
         finally:
             result.timings["total"] = round(time.monotonic() - started, 3)
@@ -191,6 +195,21 @@ class ItemRunner:
         if not self._harness_ready:
             self.harness.setup(self.client, self.config.run_id)
             self._harness_ready = True
+
+    def stop_containers(self, item_id: str) -> None:
+        """Remove every container of the item on this runner's engine (found by the run's and the item's labels):
+        what a stage past its limit waits on (an exec, an attach, a start) then returns (run/item/phases.py). Pods
+        of a cluster are not found so: there the hard stop is the backstop."""
+        filters = {"label": [f"{LABEL_RUN}={self.config.run_id}", f"{LABEL_INSTANCE}={item_id}"]}
+        try:
+            found = self.client.containers.list(all=True, filters=filters)
+        except (docker.errors.DockerException, OSError, AttributeError):
+            return
+        for container in found:
+            try:
+                container.remove(force=True)
+            except (docker.errors.DockerException, OSError):
+                pass  # gone already; the run's sweep finds what is left
 
     @property
     def labels(self) -> dict[str, str]:

@@ -1,9 +1,9 @@
 """A Claw-SWE-Bench instance's run as named phases (run/item/phases.py), a mixin of InstanceRunner.
 
-In order: load (the dataset row, the prompt), prepare_image (the instance image and the prepared one), harness,
-container_start (made ahead or new), purge_check, register (the evaluation's container, the context, the gateway
-token), agent (attempts with retries), agent_end, patch (collected, cleaned), container_remove, patch_files,
-score (swebench in the container made ahead), verdict. The timed ones keep their seconds under their names in
+In order, in the setup stage: load (the dataset row, the prompt), prepare_image (the instance image and the prepared
+one), harness, container_start (made ahead or new), purge_check, register (the evaluation's container, the context,
+the gateway token); in the agent stage: agent (attempts with retries), agent_end, patch (collected, cleaned),
+container_remove, patch_files; in the verify stage: score (swebench in the container made ahead), verdict. The timed ones keep their seconds under their names in
 metadata.json's timings (as swe/benchmark.py's timing_phases read them).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pytest_clawswe.errors import InfraError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.labels import LABEL_INSTANCE
-from pytest_clawswe.run.item.phases import ALWAYS, NEVER, Phase
+from pytest_clawswe.run.item.phases import AGENT, ALWAYS, NEVER, SETUP, VERIFY, Phase, staged
 from pytest_clawswe.swe.dataset import Instance, load_row
 from pytest_clawswe.swe.instance.patch import collect_patch, scrub_artifacts
 from pytest_clawswe.swe.instance.prepare import check_purged, prepared_image
@@ -75,14 +75,15 @@ class InstancePhases:
     provider_outcome: Any
 
     def phases(self) -> list[Phase]:
-        return [Phase("load", self._load_row, NEVER), Phase("prepare_image", self._prepare_image),
-                Phase("harness", lambda s: self._ensure_harness(), NEVER),
-                Phase("container_start", self._container_start), Phase("purge_check", self._purge_check),
-                Phase("register", self._register, NEVER),
-                Phase("agent", self._agent, ALWAYS, after=self._agent_usage), Phase("agent_end", self._agent_end, NEVER),
-                Phase("patch", self._patch), Phase("container_remove", lambda s: s.stack.close()),
-                Phase("patch_files", self._patch_files, NEVER), Phase("score", self._score),
-                Phase("verdict", self._verdict, NEVER)]
+        return [*staged(SETUP, Phase("load", self._load_row, NEVER), Phase("prepare_image", self._prepare_image),
+                        Phase("harness", lambda s: self._ensure_harness(), NEVER),
+                        Phase("container_start", self._container_start), Phase("purge_check", self._purge_check),
+                        Phase("register", self._register, NEVER)),
+                *staged(AGENT, Phase("agent", self._agent, ALWAYS, after=self._agent_usage),
+                        Phase("agent_end", self._agent_end, NEVER), Phase("patch", self._patch),
+                        Phase("container_remove", lambda s: s.stack.close()),
+                        Phase("patch_files", self._patch_files, NEVER)),
+                *staged(VERIFY, Phase("score", self._score), Phase("verdict", self._verdict, NEVER))]
 
     def _load_row(self, s: InstanceRun) -> None:
         s.row = load_row(s.instance, self.swe.dataset_revision)
@@ -96,8 +97,9 @@ class InstancePhases:
         self._lease.acquire(row["image"])  # before the image is made ready: no other item removes it meanwhile
         images["instance"] = "failed"  # until it is ready: a miss that could not be made
         images["instance"] = self._ensure_instance_image(s.instance, row)
+        labels = {**self.labels, LABEL_INSTANCE: s.instance.instance_id}  # the setup stage's stop finds its container
         s.image, prep_s = prepared_image(self.client, row["image"], row["base_commit"], s.instance.setup_gitignore,
-                                         self.labels, progress=self.progress, purge=self.swe.purge)
+                                         labels, progress=self.progress, purge=self.swe.purge)
         images["prepared"] = "made" if prep_s else "hit"
 
     def _container_start(self, s: InstanceRun) -> None:

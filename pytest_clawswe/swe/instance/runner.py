@@ -24,7 +24,7 @@ from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.run.item.agent import run_attempt
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item.runner import ItemRunner
-from pytest_clawswe.run.item.phases import run_phases
+from pytest_clawswe.run.item.phases import run_phases, stage_limits
 from pytest_clawswe.swe.dataset import Instance, load_row
 from pytest_clawswe.swe.instance.phases import InstancePhases, InstanceRun
 from pytest_clawswe.swe.items import new_deadline
@@ -105,9 +105,17 @@ class InstanceRunner(InstancePhases, ItemRunner):
         self._lease.release()
 
     def run_phases(self, instance: Instance, work: Path, result: InstanceResult) -> None:
+        deadline = new_deadline(self.config, self.swe.eval_timeout_s)
+        # past a stage's limit the item's containers go (the agent's, the preparation's, the evaluation's): what the
+        # stage waits on returns. An image pull or build holds none: the hard stop is its backstop (run/item/phases.py)
+        limits = stage_limits(deadline, lambda: self.stop_containers(instance.instance_id),
+                              setup_hint="raise it with --setup-timeout, or check that the Docker engine answers "
+                                         "(docker info); then --resume",
+                              verify_hint=f"the tests' own limit is --eval-timeout {self.swe.eval_timeout_s:g} (a test "
+                                          "run past it is unresolved, as SWE-bench grades it): the evaluation's "
+                                          "machinery hung; check the Docker engine, then --resume")
         with ExitStack() as stack:  # the agent's sandbox goes on every path out (instance_phases.py)
-            run_phases(self.phases(), InstanceRun(instance, work, result, stack, new_deadline(self.config, self.swe.eval_timeout_s)),
-                       result.timings)
+            run_phases(self.phases(), InstanceRun(instance, work, result, stack, deadline), result.timings, limits)
 
     def _sandbox(self, instance: Instance, image: str) -> dict:
         """Everything the agent's sandbox for `instance` is made of (the workspace factory's arguments)."""

@@ -64,7 +64,7 @@ def instances_html(run: Run, index: int, page_dir: Path, runs: list[Run]) -> Mar
         u = r.usage
         rows.append({
             "instance_id": r.instance_id, "language": r.language, "outcome": r.outcome,
-            "mark": OUTCOME_MARK.get(r.outcome, "?"), "error": r.error, "finish_reason": r.finish_reason,
+            "mark": OUTCOME_MARK.get(r.outcome, "?"), "error": r.error_line(), "finish_reason": r.finish_reason,
             "numbers": [f"{r.duration_s:.1f}", f"{float(r.timings.get('agent', 0)):.1f}", u.requests,
                         fmt_tokens(u.input_tokens), fmt_tokens(u.output_tokens), fmt_tokens(u.cache_read_tokens),
                         fmt_pct(u.cache_hit_rate), fmt_usd(r.cost_usd), r.patch_lines],

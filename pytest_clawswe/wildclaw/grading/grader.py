@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pytest_clawswe.engine.sandbox import world
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
-from pytest_clawswe.errors import InfraError, ItemError
+from pytest_clawswe.errors import InfraError, ItemError, VerifyTimeout
 from pytest_clawswe.wildclaw.grading import main
 from pytest_clawswe.wildclaw.task.container import WORKDIR, put_tree
 from pytest_clawswe.wildclaw.grading.transcript import SESSION_PATH
@@ -39,6 +39,11 @@ GT = f"{WORKDIR}/gt"
 
 class GradeError(ItemError):
     """grade() could not give a score (crash, time limit, judge failure): an item error, never a 0."""
+
+
+class GradeTimeout(GradeError, VerifyTimeout):
+    """grade() ran past --grade-timeout and was stopped: the verify stage's own error (run/item/phases.py), still a
+    GradeError to what grades (a regrade too)."""
 
 
 def judge_failure(records: list[dict], key_env: str = "") -> str:
@@ -126,8 +131,8 @@ def grade_folder(folder: Path, how: Grading) -> tuple[dict, list[str]]:
     log = out.get("log", "") if out else done.output
     (folder / "grade.log").write_text(log + (out or {}).get("traceback", ""))
     if done.timed_out:
-        raise GradeError(f"{task_id}: grade() did not finish within {how.timeout_s:g} s (raise it with "
-                         "--grade-timeout)")
+        raise GradeTimeout(f"{task_id}: grade() did not finish within {how.timeout_s:g} s and was stopped (raise it "
+                           "with --grade-timeout)")
     if out is None:
         raise GradeError(f"{task_id}: the grader exited {done.exit_code} without a result (killed, or out of "
                          f"memory): {done.output.strip()[-300:] or 'no output'}")

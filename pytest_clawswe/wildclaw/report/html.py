@@ -143,7 +143,7 @@ def tasks_html(index: int, run: Path, results: list[TaskResult], out: Path) -> M
         u = r.usage or {}
         rows.append({
             "task_id": r.task_id, "category": r.category, "modality": r.modality, "outcome": r.outcome,
-            "mark": MARK.get(r.outcome, "?"), "error": r.error, "finish_reason": r.finish_reason,
+            "mark": MARK.get(r.outcome, "?"), "error": r.error_line(), "finish_reason": r.finish_reason,
             # an error has no score: shown as none, never as 0 (the mean counts it 0, as released)
             "score": "—" if r.overall_score is None else f"{r.overall_score:.3f}",
             "criteria": _criteria(r.scores or {}), "judge": _judge(r, run),
@@ -197,7 +197,7 @@ def ablation_notes(runs: list[Path]) -> Markup:
 
 def page(runs: list[Path], out: Path, table3: pd.DataFrame, published: dict, written: dict[str, list[Path]]) -> Path:
     by_run = {run: load_results(run) for run in runs}
-    errors = [{"index": i, "label": _label(run, rs), "task_id": r.task_id, "error": r.error or "error"}
+    errors = [{"index": i, "label": _label(run, rs), "task_id": r.task_id, "error": r.error_line() or "error"}
               for i, (run, rs) in enumerate(by_run.items()) for r in rs if r.outcome == ERROR]
     files = Markup("").join(report_html.files_html([run / name for name in RUN_FILES], out) for run in runs)
     board = pd.DataFrame(published.get("leaderboard_openclaw", []))

@@ -1,0 +1,175 @@
+"""Issue 33 §3: an item's phases run in three stages (setup, agent, verify, as Harbor's trial), the setup and verify
+stages each with its own limit from the item's Deadline and its own error, and every item error records the phase it
+happened in (run/item/phases.py). Pure logic: the stop here releases what the step waits on, as removing the item's
+containers makes a blocked exec return (tests/test_stage_limits_docker.py does that with real containers)."""
+from __future__ import annotations
+
+import json
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_clawswe.errors import InfraError, SetupTimeout, StageTimeout, VerifyTimeout
+from pytest_clawswe.harness.deadline import VERIFY_ALLOWANCE_S, Deadline
+from pytest_clawswe.run.config import RunConfig
+from pytest_clawswe.run.item.phases import (AGENT, ALWAYS, NEVER, SETUP, VERIFY, Phase, StageLimit, phase_of,
+                                            run_phases, stage_limits, staged)
+from pytest_clawswe.swe.instance.phases import InstancePhases
+from pytest_clawswe.wildclaw.task_phases import TaskPhases
+
+LONG = 60.0  # what a blocked step waits at most here: the test fails (not hangs) when nothing stops it
+
+
+class Blocked:
+    """A step waiting on something only its stage's stop releases (a container's exec, its start)."""
+
+    def __init__(self):
+        self.released = threading.Event()
+        self.stops = 0
+
+    def stop(self):
+        self.stops += 1
+        self.released.set()
+
+    def wait_then_fail(self, state):
+        assert self.released.wait(LONG), "the stage's stop never came"
+        raise InfraError("exec in container failed: the container is gone")
+
+    def wait_then_return(self, state):
+        assert self.released.wait(LONG), "the stage's stop never came"
+
+
+def _limits(blocked: Blocked, seconds: float = 0.2) -> dict[str, StageLimit]:
+    return {SETUP: StageLimit(seconds, SetupTimeout, "raise it with --setup-timeout", blocked.stop),
+            VERIFY: StageLimit(seconds, VerifyTimeout, "raise --grade-timeout", blocked.stop)}
+
+
+def test_a_setup_stage_past_its_limit_is_stopped_and_ends_with_its_own_error_naming_the_phase():
+    blocked, seen, timings = Blocked(), [], {}
+    phases = [*staged(SETUP, Phase("load", seen.append, NEVER), Phase("prepare_image", lambda s: None),
+                      Phase("container_start", blocked.wait_then_fail)),
+              *staged(AGENT, Phase("agent", seen.append, ALWAYS))]
+    with pytest.raises(SetupTimeout) as caught:
+        run_phases(phases, "state", timings, _limits(blocked))
+    message = str(caught.value)
+    assert "setup stage" in message and "0.2 s" in message and "phase container_start" in message
+    assert "--setup-timeout" in message  # what to do
+    assert isinstance(caught.value, InfraError) and not caught.value.retryable  # a pytest error; --resume reruns it
+    assert isinstance(caught.value.__cause__, InfraError)  # what the stopped step raised, kept
+    assert phase_of(caught.value) == "container_start"
+    assert blocked.stops == 1 and seen == ["state"]  # the agent never started
+    assert set(timings) == {"prepare_image"}  # timings kept as before: the failed phase's are not
+
+
+def test_a_verify_stage_past_its_limit_ends_with_the_verify_error():
+    blocked = Blocked()
+    phases = [*staged(SETUP, Phase("setup", lambda s: None)), *staged(AGENT, Phase("agent", lambda s: None, ALWAYS)),
+              *staged(VERIFY, Phase("score", blocked.wait_then_fail))]
+    with pytest.raises(VerifyTimeout, match=r"verify stage .*\(phase score .*--grade-timeout") as caught:
+        run_phases(phases, None, {}, _limits(blocked))
+    assert phase_of(caught.value) == "score" and blocked.stops == 1
+
+
+def test_a_step_that_returns_once_stopped_still_ends_as_its_stages_error():
+    blocked = Blocked()
+    after = []
+    phases = staged(SETUP, Phase("setup", blocked.wait_then_return), Phase("never", after.append))
+    with pytest.raises(SetupTimeout):
+        run_phases(phases, None, {}, _limits(blocked))
+    assert after == []  # what it waited on is gone: nothing runs on
+
+
+def test_an_error_in_any_phase_is_raised_as_it_was_and_carries_its_phase():
+    class Boom(Exception):
+        pass
+
+    def boom(state):
+        raise Boom("the step failed")
+
+    for stage, name in ((SETUP, "purge_check"), (AGENT, "patch"), (VERIFY, "verdict")):
+        phases = [*staged(SETUP, Phase("load", lambda s: None)), *staged(stage, Phase(name, boom))]
+        with pytest.raises(Boom) as caught:
+            run_phases(phases, None, {}, _limits(Blocked(), seconds=LONG))
+        assert phase_of(caught.value) == name
+    # an exception raised from it (the runner's OSError -> InfraError) keeps the phase
+    try:
+        try:
+            run_phases([Phase("images", boom, stage=SETUP)], None, {})
+        except Boom as exc:
+            raise InfraError("Docker failed") from exc
+    except InfraError as wrapped:
+        assert phase_of(wrapped) == "images"
+
+
+def test_a_stage_that_ended_in_time_is_never_stopped_afterwards():
+    blocked, gate = Blocked(), threading.Event()
+    phases = [*staged(SETUP, Phase("setup", lambda s: None)),
+              *staged(AGENT, Phase("agent", lambda s: gate.wait(1.0), ALWAYS))]  # longer than setup's limit
+    run_phases(phases, None, {}, _limits(blocked, seconds=0.2))
+    assert blocked.stops == 0  # the agent's containers are never the setup stage's to stop
+
+
+def test_the_agent_stage_has_no_clock_of_its_own():
+    """The agent's clock is its wrapper's (budget + grace): at the budget the patch so far is still graded."""
+    assert set(stage_limits(Deadline(5.0, setup_s=1.0, grade_s=2.0), None, "", "")) == {SETUP, VERIFY}
+
+
+def test_the_stage_limits_come_from_the_items_deadline():
+    from pytest_clawswe.swe.items import SETUP_ALLOWANCE_S, new_deadline
+    from pytest_clawswe.wildclaw.items import SETUP_ALLOWANCE_S as WILD_SETUP_S
+    from pytest_clawswe.wildclaw.items import new_deadline as new_task_deadline
+
+    limits = stage_limits(new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=None), 1800.0), None, "a", "b")
+    assert limits[SETUP].seconds == SETUP_ALLOWANCE_S and limits[SETUP].error is SetupTimeout
+    assert limits[VERIFY].seconds == 1800.0 + VERIFY_ALLOWANCE_S and limits[VERIFY].error is VerifyTimeout
+    given = new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=30.0), 1800.0)
+    assert given.setup_s == 30.0 and given.hard_s() == 600.0 + 1800.0 + 30.0  # the backstop follows it
+    options = SimpleNamespace(budget=lambda s: s * 2, grade_timeout_s=120.0)
+    task = SimpleNamespace(timeout_seconds=300)
+    assert new_task_deadline(options, task).setup_s == WILD_SETUP_S
+    assert new_task_deadline(options, task, 20.0).setup_s == 20.0
+    assert new_task_deadline(options, task).verify_s == 120.0 + VERIFY_ALLOWANCE_S
+
+
+@pytest.mark.parametrize("phases, where", [
+    (InstancePhases, {"prepare_image": SETUP, "container_start": SETUP, "purge_check": SETUP, "agent": AGENT,
+                      "patch": AGENT, "score": VERIFY}),
+    (TaskPhases, {"images": SETUP, "setup": SETUP, "agent": AGENT, "snapshot": AGENT, "verify": VERIFY}),
+])
+def test_each_runners_phases_are_in_the_three_stages_in_order(phases, where):
+    listed = phases.phases(phases())
+    stages = [p.stage for p in listed]
+    assert stages == sorted(stages, key=[SETUP, AGENT, VERIFY].index) and set(stages) == {SETUP, AGENT, VERIFY}
+    assert {p.name: p.stage for p in listed if p.name in where} == where
+
+
+def test_the_runner_records_the_phase_of_an_error_and_reads_results_without_it(tmp_path):
+    from pytest_clawswe.wildclaw.options import WildOptions
+    from pytest_clawswe.wildclaw.results import TaskResult
+    from pytest_clawswe.wildclaw.task_runner import TaskRunner
+
+    runner = TaskRunner(RunConfig("r", tmp_path, "claude-code", "m"), WildOptions(tmp_path), None, None,
+                        progress=lambda line: None)
+    task = SimpleNamespace(id="t-1", name="t", category="code", modality="text", timeout_seconds=60)
+
+    def hang(state):
+        raise SetupTimeout("the setup stage did not finish within its limit of 1 s (phase setup was stopped)")
+
+    runner.run_phases = lambda task, work, result: run_phases([Phase("setup", hang, stage=SETUP)], None, {})
+    with pytest.raises(SetupTimeout):
+        runner.run(task)
+    written = json.loads((tmp_path / "tasks" / "t-1" / "result.json").read_text())
+    assert written["outcome"] == "error" and written["error_type"] == "SetupTimeout"
+    assert written["error_phase"] == "setup"
+    assert TaskResult.from_json(written).error_line().endswith("(in phase setup)")
+    del written["error_phase"]  # a result written before the field: read as unknown
+    old = TaskResult.from_json(written)
+    assert old.error_phase == "" and old.error_line() == old.error
+
+
+def test_the_timeouts_are_stage_timeouts_and_grades_stay_grade_errors():
+    from pytest_clawswe.wildclaw.grading.grader import GradeError, GradeTimeout
+
+    assert issubclass(GradeTimeout, GradeError) and issubclass(GradeTimeout, VerifyTimeout)
+    assert issubclass(SetupTimeout, StageTimeout) and not GradeTimeout("x").retryable
