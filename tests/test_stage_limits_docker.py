@@ -1,0 +1,47 @@
+"""Issue 33 §3 with real Docker, a real harness from its bundle and the gateway's scripted model: a WildClawBench task
+whose sandbox never comes up (its warmup hangs) ends at --setup-timeout with the setup stage's error naming the phase,
+its containers stopped, and the next task still runs and passes; a grader that hangs ends at --grade-timeout with the
+verify stage's error. Each error records its phase in result.json and the terminal's error line shows it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.docker, pytest.mark.harness]
+
+SUITE = Path(__file__).parent / "data" / "wildclaw-stages"
+HUNG_SETUP = "01_Productivity_Flow_task_1_hung_warmup"
+PLAIN = "01_Productivity_Flow_task_2_plain"
+HUNG_GRADER = "01_Productivity_Flow_task_3_hung_grader"
+
+
+def test_a_hung_setup_and_a_hung_grader_end_at_their_stages_limits_and_the_next_task_runs(
+        pytester, monkeypatch, tmp_path, docker_client):
+    from pytest_clawswe.harness.bundles import build_bundle
+    from pytest_clawswe.wildclaw.task.images import ensure_images
+
+    build_bundle("claude-code", client=docker_client, progress=lambda line: None)
+    ensure_images(docker_client, lambda line: None)  # built before: the setup limit below is for the sandbox
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-not-used")
+    run_dir = tmp_path / "run"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", str(SUITE),
+                                        "--harness", "claude-code", "--model", "scripted/gold",
+                                        "--judge-model", "scripted", "--setup-timeout", "60", "--grade-timeout", "15",
+                                        "--run-dir", str(run_dir), timeout=1500)
+    out = run.stdout.str()
+    got = {p.parent.name: json.loads(p.read_text()) for p in run_dir.glob("tasks/*/result.json")}
+    hung = got[HUNG_SETUP]
+    # SetupTimeout, not the warmup's own TaskSetupError at 600 s nor the item's hard stop: stopped at the stage's limit
+    assert hung["outcome"] == "error" and hung["error_type"] == "SetupTimeout", hung
+    assert hung["error_phase"] == "setup" and "within its limit of 60 s" in hung["error"]
+    assert "--setup-timeout" in hung["error"]
+    assert f"{HUNG_SETUP}: " in out and "[phase setup]" in out  # the terminal's error line
+    assert got[PLAIN]["outcome"] == "passed", got[PLAIN]  # the next task ran
+    grader = got[HUNG_GRADER]
+    assert grader["outcome"] == "error" and grader["error_type"] == "GradeTimeout", grader
+    assert grader["error_phase"] == "verify" and "--grade-timeout" in grader["error"]
+    run.assert_outcomes(passed=1, errors=2)
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
