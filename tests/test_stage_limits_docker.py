@@ -1,7 +1,9 @@
 """Issue 33 §3 with real Docker, a real harness from its bundle and the gateway's scripted model: a WildClawBench task
 whose sandbox never comes up (its warmup hangs) ends at --setup-timeout with the setup stage's error naming the phase,
 its containers stopped, and the next task still runs and passes; a grader that hangs ends at --grade-timeout with the
-verify stage's error. Each error records its phase in result.json and the terminal's error line shows it."""
+verify stage's error; a Claw-SWE-Bench instance whose preparation hangs ends at --setup-timeout in phase
+prepare_image and the next instance resolves. Each error records its phase in its result file and the terminal's
+error line shows it."""
 from __future__ import annotations
 
 import json
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.docker, pytest.mark.harness]
+pytestmark = pytest.mark.docker
 
 SUITE = Path(__file__).parent / "data" / "wildclaw-stages"
 HUNG_SETUP = "01_Productivity_Flow_task_1_hung_warmup"
@@ -17,6 +19,7 @@ PLAIN = "01_Productivity_Flow_task_2_plain"
 HUNG_GRADER = "01_Productivity_Flow_task_3_hung_grader"
 
 
+@pytest.mark.harness
 def test_a_hung_setup_and_a_hung_grader_end_at_their_stages_limits_and_the_next_task_runs(
         pytester, monkeypatch, tmp_path, docker_client):
     from pytest_clawswe.harness.bundles import build_bundle
@@ -45,3 +48,35 @@ def test_a_hung_setup_and_a_hung_grader_end_at_their_stages_limits_and_the_next_
     run.assert_outcomes(passed=1, errors=2)
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
     assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+
+
+def test_a_claw_swe_bench_instance_whose_preparation_hangs_ends_at_the_setup_limit_and_the_next_one_resolves(
+        pytester, tmp_path, docker_client, python_demo):
+    """An instance image whose git never answers: preparing /testbed hangs in its container until the setup stage's
+    limit removes it; the item is a SetupTimeout in phase prepare_image and the next instance is graded as usual."""
+    import io
+
+    from pytest_clawswe.swe.dataset import load_row
+
+    row = load_row(python_demo)
+    hanging = "clawswe-test/hanging-git:latest"
+    dockerfile = (f"FROM {row['image']}\n"
+                  "RUN printf '#!/bin/sh\\nexec sleep 3600\\n' > /usr/local/bin/git && chmod +x /usr/local/bin/git\n")
+    docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=hanging, rm=True, forcerm=True)
+    try:
+        rows = [{**row, "instance_id": "clawswe__hanging-1", "image": hanging}, row]
+        (pytester.path / "hanging.json").write_text(json.dumps(rows))
+        run_dir = tmp_path / "run"
+        run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", "oracle", "--dataset", "hanging.json",
+                                            "--setup-timeout", "90", "--run-dir", str(run_dir), timeout=1500)
+        meta = json.loads((run_dir / "instances" / "clawswe__hanging-1" / "metadata.json").read_text())
+        assert meta["outcome"] == "error" and meta["error_type"] == "SetupTimeout", meta
+        assert meta["error_phase"] == "prepare_image" and "within its limit of 90 s" in meta["error"]
+        assert "clawswe__hanging-1: " in run.stdout.str() and "[phase prepare_image]" in run.stdout.str()
+        done = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
+        assert done["outcome"] == "resolved", done
+        run.assert_outcomes(passed=1, errors=1)
+        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+        assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+    finally:
+        docker_client.images.remove(hanging, force=True)
