@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -173,8 +173,3 @@ def _run_one(phase: Phase, state: Any, timings: dict) -> None:
             timings[phase.name] = round(time.monotonic() - started, 3)
         if phase.after is not None:
             phase.after(state)
-
-
-def names(phases: Iterable[Phase], stage: str) -> list[str]:
-    """The names of `phases` in `stage` (docs and tests)."""
-    return [p.name for p in phases if p.stage == stage]
