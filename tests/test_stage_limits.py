@@ -173,3 +173,35 @@ def test_the_timeouts_are_stage_timeouts_and_grades_stay_grade_errors():
 
     assert issubclass(GradeTimeout, GradeError) and issubclass(GradeTimeout, VerifyTimeout)
     assert issubclass(SetupTimeout, StageTimeout) and not GradeTimeout("x").retryable
+
+
+def test_a_cleanup_that_fails_after_a_stage_ran_out_does_not_hide_the_stages_error(tmp_path):
+    """The stop removed the item's containers: a cleanup that then fails on them (a services sidecar's audit copy)
+    is a consequence; the item ends with the stage's error, not retried as the cleanup's InfraError would be."""
+    from contextlib import ExitStack
+
+    from pytest_clawswe.wildclaw.options import WildOptions
+    from pytest_clawswe.wildclaw.task_runner import TaskRunner
+
+    runner = TaskRunner(RunConfig("r", tmp_path, "claude-code", "m"), WildOptions(tmp_path), None, None,
+                        progress=lambda line: None)
+    task = SimpleNamespace(id="t-1", name="t", category="code", modality="text", timeout_seconds=60)
+    attempts = []
+
+    def copy_audit():
+        raise InfraError("could not copy the audit out: gone")  # retryable, as the sidecar's is
+
+    def run(task, work, result):
+        attempts.append(1)
+        blocked = Blocked()
+        with ExitStack() as stack:
+            stack.callback(copy_audit)
+            run_phases(staged(SETUP, Phase("setup", blocked.wait_then_fail)), None, {}, _limits(blocked))
+
+    runner.run_phases = run
+    with pytest.raises(SetupTimeout) as caught:
+        runner.run(task)
+    assert attempts == [1]  # a stage's error is not retried from scratch
+    assert "could not copy the audit out" in "".join(getattr(caught.value, "__notes__", []))
+    written = json.loads((tmp_path / "tasks" / "t-1" / "result.json").read_text())
+    assert written["error_type"] == "SetupTimeout" and written["error_phase"] == "setup"

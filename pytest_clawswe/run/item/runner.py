@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import docker.errors
 
-from pytest_clawswe.errors import InfraError, ItemError
+from pytest_clawswe.errors import InfraError, ItemError, StageTimeout
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN, owner_label
 from pytest_clawswe.run.item.phases import phase_of
 from pytest_clawswe.run.item.result import ERROR
@@ -49,6 +49,17 @@ INFRA_RETRIES = 1
 def progress(message: str) -> None:
     """A line for the terminal from any process of the run (xdist captures workers' stdout, not stderr)."""
     print(f"[clawswe] {message}", file=sys.__stderr__, flush=True)
+
+
+def _stage_error_first(exc: BaseException) -> None:
+    """A stage that ran over its limit had the item's containers removed: a cleanup that then failed on them (and
+    replaced the stage's error on the way out) is a consequence. Raise the stage's error, the cleanup's as a note."""
+    behind, seen = exc.__context__, 0
+    while behind is not None and seen < 20:
+        if isinstance(behind, StageTimeout):
+            behind.add_note(f"then, cleaning up: {type(exc).__name__}: {exc}")
+            raise behind from None
+        behind, seen = behind.__cause__ or behind.__context__, seen + 1
 
 
 def _record(result, error: str, exc: BaseException) -> None:
@@ -120,7 +131,11 @@ class ItemRunner:
         result.started_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         try:
             try:
-                self.run_phases(item, work, result)
+                try:
+                    self.run_phases(item, work, result)
+                except Exception as exc:
+                    _stage_error_first(exc)
+                    raise
             except self.ITEM_ERRORS as exc:
                 _record(result, str(exc), exc)
             except OSError as exc:
