@@ -5,6 +5,7 @@ containers makes a blocked exec return (tests/test_stage_limits_docker.py does t
 from __future__ import annotations
 
 import json
+import time
 import threading
 from types import SimpleNamespace
 
@@ -205,3 +206,22 @@ def test_a_cleanup_that_fails_after_a_stage_ran_out_does_not_hide_the_stages_err
     assert "could not copy the audit out" in "".join(getattr(caught.value, "__notes__", []))
     written = json.loads((tmp_path / "tasks" / "t-1" / "result.json").read_text())
     assert written["error_type"] == "SetupTimeout" and written["error_phase"] == "setup"
+
+
+def test_a_wait_on_a_machine_wide_build_is_not_the_items_and_restarts_the_clock():
+    """A cold harness bundle or image build (one per machine, no container of the item) that outlasts the setup
+    limit ended the item as SetupTimeout once it finished (a first run on a slow machine lost its items to the
+    cache it was filling); when the stop finds nothing of the item to stop, the stage's clock starts again."""
+    stops, timings = [], {}
+
+    def stop():
+        stops.append(time.monotonic())
+        return 0  # no container of the item: the step waits on the machine's build
+
+    def build(state):
+        time.sleep(0.7)  # outlasts the 0.2 s limit more than once
+
+    limits = {SETUP: StageLimit(0.2, SetupTimeout, "raise it with --setup-timeout", stop)}
+    run_phases([*staged(SETUP, Phase("harness", build), Phase("container_start", lambda s: None)),
+                *staged(AGENT, Phase("agent", lambda s: None, ALWAYS))], "state", timings, limits)
+    assert len(stops) >= 2 and set(timings) >= {"harness", "container_start", "agent"}

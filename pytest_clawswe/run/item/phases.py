@@ -10,9 +10,9 @@ result's timings under the phase's name, the keys the reports and `clawswe expor
 A stage with a limit (`StageLimit`, from the item's Deadline: harness/deadline.py) runs under a watchdog: at the
 limit it calls the stage's `stop` (the runner's: it removes the item's containers, so the exec, attach or start the
 step waits on returns), and the stage ends with its own error (SetupTimeout, VerifyTimeout: errors.py) naming the
-phase, the limit and what to do. A step that waits on something no container holds (an image pull or build, which
-the engine goes on with while its client waits) is not interrupted: its stage's error comes when it returns, and
-pytest-timeout's hard stop (Deadline.hard_s) stays the backstop. The agent stage has no clock here: its clock is
+phase, the limit and what to do. When the stop finds no container of the item, the step waits on a machine-wide
+build or pull (a harness bundle, an image: filled once for every later item): that time is not the item's, and the
+stage's clock starts again; pytest-timeout's hard stop (Deadline.hard_s) stays the backstop. The agent stage has no clock here: its clock is
 the harness wrapper's (Deadline.agent_timeout), which stops the agent and leaves its work to be graded.
 
 Whatever ends an item, the exception carries the phase it happened in (`phase_of`): the runner records it in the
@@ -54,10 +54,13 @@ class StageLimit:
     seconds: float
     error: type[StageTimeout]
     hint: str
-    stop: Callable[[], None] | None = None  # stops what the stage's steps wait on (called from the watchdog)
+    # stops what the stage's steps wait on (called from the watchdog); returns how many of the item's containers it
+    # stopped: 0 means the step waits on nothing of the item's (a machine-wide build), and the clock starts again
+    stop: Callable[[], int | None] | None = None
 
 
-def stage_limits(deadline, stop: Callable[[], None] | None, setup_hint: str, verify_hint: str) -> dict[str, StageLimit]:
+def stage_limits(deadline, stop: Callable[[], int | None] | None, setup_hint: str,
+                 verify_hint: str) -> dict[str, StageLimit]:
     """The setup and verify stages' limits of an item from its Deadline (computed there once, never here)."""
     return {SETUP: StageLimit(deadline.setup_s, SetupTimeout, setup_hint, stop),
             VERIFY: StageLimit(deadline.verify_s, VerifyTimeout, verify_hint, stop)}
@@ -96,24 +99,30 @@ class _Watchdog:
             return
         self.close(last_phase)
         self.stage, self.fired, self.closed = stage, False, False
-        limit = self.limits.get(stage)
-        if limit is not None:
-            self.timer = threading.Timer(limit.seconds, self._fire, args=(stage,))
-            self.timer.daemon = True
-            self.timer.name = f"clawswe-{stage}-limit"
-            self.timer.start()
+        if stage in self.limits:
+            self._arm(stage)
 
     def _fire(self, stage: str) -> None:
         with self.lock:  # never after the stage closed: its stop would hit the next stage's containers
             if self.closed or stage != self.stage:
                 return
-            self.fired = True
-            stop = self.limits[stage].stop
-            if stop is not None:
+            limit = self.limits[stage]
+            stopped = None
+            if limit.stop is not None:
                 try:
-                    stop()
+                    stopped = limit.stop()
                 except Exception:  # noqa: BLE001  the step then returns late: the hard stop is the backstop
                     pass
+            if stopped == 0:  # nothing of the item held it: a machine-wide build or pull it waits on, not the item's
+                self._arm(stage)
+                return
+            self.fired = True
+
+    def _arm(self, stage: str) -> None:
+        self.timer = threading.Timer(self.limits[stage].seconds, self._fire, args=(stage,))
+        self.timer.daemon = True
+        self.timer.name = f"clawswe-{stage}-limit"
+        self.timer.start()
 
     def expired(self, phase: str) -> StageTimeout | None:
         """The stage's error when its clock ran out (its stop ran): `phase` was running."""

@@ -211,20 +211,22 @@ class ItemRunner:
             self.harness.setup(self.client, self.config.run_id)
             self._harness_ready = True
 
-    def stop_containers(self, item_id: str) -> None:
+    def stop_containers(self, item_id: str) -> int | None:
         """Remove every container of the item on this runner's engine (found by the run's and the item's labels):
-        what a stage past its limit waits on (an exec, an attach, a start) then returns (run/item/phases.py). Pods
+        what a stage past its limit waits on (an exec, an attach, a start) then returns (run/item/phases.py). How
+        many were found (0: the item waits on no container of its own); None when the engine could not say. Pods
         of a cluster are not found so: there the hard stop is the backstop."""
         filters = {"label": [f"{LABEL_RUN}={self.config.run_id}", f"{LABEL_INSTANCE}={item_id}"]}
         try:
             found = self.client.containers.list(all=True, filters=filters)
         except (docker.errors.DockerException, OSError, AttributeError):
-            return
+            return None
         for container in found:
             try:
                 container.remove(force=True)
             except (docker.errors.DockerException, OSError):
                 pass  # gone already; the run's sweep finds what is left
+        return len(found)
 
     @property
     def labels(self) -> dict[str, str]:
