@@ -165,10 +165,14 @@ def client(docker_client):
 
 
 @pytest.fixture(scope="module")
-def images(client):
-    """The bare bases, then the demo instance images that are built here (`clawswe images build`)."""
-    demo = client.images.list(name="swebench/sweb.eval.x86_64.clawswe_*")
-    return BASES + sorted(tag for image in demo for tag in image.tags)
+def images(client, demo_instances):
+    """The bare bases, then the demo instance images that are built here (`clawswe images build`), each once by its
+    own name (not the copies other tests tag for a registry, nor other tests' instance images)."""
+    from pytest_clawswe.swe.dataset import swebench_image_name
+
+    built = {tag for image in client.images.list(name="swebench/sweb.eval.x86_64.clawswe_*") for tag in image.tags}
+    demo = sorted(name for i in demo_instances if (name := swebench_image_name(i.instance_id)) in built)
+    return BASES + demo
 
 
 @pytest.fixture
