@@ -14,9 +14,14 @@ def pytest_addoption(parser):
                           "engine), cluster (the tests on the test cluster, one at a time, beside the shared "
                           "phase), alone (they restart the Docker engine or start a second one: nothing else "
                           "may run then), or all of them (default)")
+    parser.addoption("--full-matrix", action="store_true",
+                     help="the tests marked matrix run every harness on every item, instead of the representative "
+                          "slice CI runs (tests/matrix.py); the full matrix: scripts/test.sh --full-matrix -m matrix")
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "matrix: a harness matrix run as a representative slice unless --full-matrix "
+                                       "(tests/matrix.py)")
     # scripts/test.sh runs the tests under pytest-xdist: its worker variables must not reach the pytest runs the
     # tests start themselves, or those would take themselves for workers (no -n 3 of benchmark mode, no
     # controller's Ctrl-C handling)
@@ -45,6 +50,12 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def full_matrix(request) -> bool:
+    """--full-matrix: every harness on every item of a matrix test (else its slice, tests/matrix.py)."""
+    return request.config.getoption("--full-matrix")
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,8 @@ import types
 
 import pytest
 
+from matrix import BUNDLE_IMAGE_SLICE
+
 from pytest_clawswe.cli import UserError
 from pytest_clawswe.errors import BundleBuildError
 from pytest_clawswe.harness import bundles
@@ -165,10 +167,15 @@ def client(docker_client):
 
 
 @pytest.fixture(scope="module")
-def images(client):
-    """The bare bases, then the demo instance images that are built here (`clawswe images build`)."""
-    demo = client.images.list(name="swebench/sweb.eval.x86_64.clawswe_*")
-    return BASES + sorted(tag for image in demo for tag in image.tags)
+def images(client, demo_instances, full_matrix):
+    """The bare bases, then the demo instance images that are built here (`clawswe images build`), each once by its
+    own name (not the copies other tests tag for a registry, nor other tests' instance images): with --full-matrix
+    every one, else those with a runtime of their own (tests/matrix.py, BUNDLE_IMAGE_SLICE)."""
+    from pytest_clawswe.swe.dataset import swebench_image_name
+
+    built = {tag for image in client.images.list(name="swebench/sweb.eval.x86_64.clawswe_*") for tag in image.tags}
+    demo = sorted(name for i in demo_instances if (name := swebench_image_name(i.instance_id)) in built)
+    return BASES + (demo if full_matrix else [t for t in demo if any(n in t for n in BUNDLE_IMAGE_SLICE)])
 
 
 @pytest.fixture
@@ -249,6 +256,7 @@ def test_unknown_version_fails_clearly_and_leaves_nothing(client):
 
 @pytest.mark.docker
 @pytest.mark.harness
+@pytest.mark.matrix
 def test_node_bundle_openclaw_runs_in_bare_and_demo_images(client, images, lend):
     bundles.build_bundle("openclaw", client=client)
     recipe = harness_recipes.get_recipe("openclaw")
@@ -264,6 +272,7 @@ def test_node_bundle_openclaw_runs_in_bare_and_demo_images(client, images, lend)
 
 @pytest.mark.docker
 @pytest.mark.harness
+@pytest.mark.matrix
 def test_python_bundle_hermes_runs_in_bare_and_demo_images(client, images, lend):
     bundles.build_bundle("hermes", client=client)
     recipe = harness_recipes.get_recipe("hermes")
@@ -284,6 +293,7 @@ def test_python_bundle_hermes_runs_in_bare_and_demo_images(client, images, lend)
 
 @pytest.mark.docker
 @pytest.mark.harness
+@pytest.mark.matrix
 @pytest.mark.parametrize("name", [n for n, r in harness_recipes.load_recipes().items()
                                   if r.runtime != "binary" and n not in ("openclaw", "hermes")])  # tested above
 def test_other_bundles_run_in_bare_and_demo_images(client, images, lend, name):

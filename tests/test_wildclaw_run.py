@@ -1,13 +1,15 @@
 """WildClawBench end to end: real Docker, the real harnesses from their bundles, the gateway with the scripted
 model (running each task's reference solution through the harness's own shell tool) and the scripted judge.
 
-Per harness: scripted/gold scores ~1.0 and scripted/noop ~0.0 on every demo task, the judged criterion
-went through the gateway with its own token (judge tokens counted apart from the agent's), and no
-container of the run is left. The four-harness matrix over the whole demo set (all six categories, the
-mock-service tasks included) is one command:
-    PYTHONPATH=$PWD python -m pytest tests/test_wildclaw_run.py -k gold_scores_one_and_noop_zero
-(about 9 min on the 2-core machine: openclaw 4.7, codex 2.0, hermes 1.4, claude-code 1.0). One run with a hostile reference solution shows that a process the agent
-leaves behind cannot see gt/ or change the transcript the grader gets; a resume keeps finished tasks.
+Per harness: scripted/gold scores ~1.0 and scripted/noop ~0.0 on its demo tasks, the judged criteria went through
+the gateway with their own token (judge tokens counted apart from the agent's), and no container of the run is
+left. By default each harness runs a slice of three tasks that together take all ten (every category, every kind
+of grader: tests/matrix.py says why it is representative); the four-harness matrix over the whole demo set (all
+six categories, the mock-service tasks included) is
+    scripts/test.sh --full-matrix -m matrix
+(which also runs the other sliced matrices; this test alone: add -k gold_scores_one_and_noop_zero). One run with a
+hostile reference solution shows that a process the agent leaves behind cannot see gt/ or change the transcript the
+grader gets; a resume keeps finished tasks.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from matrix import select_expression, wildclaw_tasks
+
 from pytest_clawswe.wildclaw.options import DEMO_DIR
 from pytest_clawswe.wildclaw.task.file import parse_task, task_files
 
@@ -23,8 +27,11 @@ pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
 HARNESSES = ("claude-code", "openclaw", "codex", "hermes")
 BUNDLES = {"claude-code": "claude-code", "openclaw": "openclaw", "codex": "codex", "hermes": "hermes"}
-DEMO_IDS = sorted(parse_task(p).id for p in task_files(DEMO_DIR))
+DEMO_TASKS = {task.id: task for task in map(parse_task, task_files(DEMO_DIR))}
+DEMO_IDS = sorted(DEMO_TASKS)
 JUDGED = "01_Productivity_Flow_task_1_meeting_slots"
+# the judged demo tasks, and their criterion the judge scores
+JUDGED_CRITERIA = {JUDGED: "summary_quality", "05_Creative_Synthesis_task_1_clip_contact_sheet": "sheet_judged"}
 ISOLATION = Path(__file__).parent / "data" / "wildclaw-isolation"
 REAL_KEY = "sk-or-REAL-KEY-MUST-NOT-LEAK"
 
@@ -73,17 +80,20 @@ def test_the_chat_task_scores_one_for_gold_and_zero_for_noop(pytester, monkeypat
         assert not left_containers(docker_client, run_dir)
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_client, harness):
+def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_client, harness, full_matrix):
     bundle(docker_client, harness)
+    tasks = wildclaw_tasks(harness, DEMO_IDS, full_matrix)
+    select = () if tasks == DEMO_IDS else ("-k", select_expression(tasks))
     gold_dir, noop_dir = tmp_path / "gold", tmp_path / "noop"
-    gold = run_wild(pytester, monkeypatch, harness, "scripted/gold", gold_dir, "-n", "2")
+    gold = run_wild(pytester, monkeypatch, harness, "scripted/gold", gold_dir, "-n", "2", *select)
     assert gold.ret == 0, gold.stdout.str()[-3000:]
-    noop = run_wild(pytester, monkeypatch, harness, "scripted/noop", noop_dir, "-n", "2")
+    noop = run_wild(pytester, monkeypatch, harness, "scripted/noop", noop_dir, "-n", "2", *select)
     assert noop.ret == 1, noop.stdout.str()[-3000:]  # every task fails its pass score, none errors
     for run_dir, expected in ((gold_dir, 1.0), (noop_dir, 0.0)):
         got = results(run_dir)
-        assert sorted(got) == DEMO_IDS
+        assert sorted(got) == tasks
         for task_id, r in got.items():
             assert r["outcome"] in ("passed", "failed") and r["overall_score"] == pytest.approx(expected, abs=0.05), r
             score = json.loads((run_dir / "tasks" / task_id / "score.json").read_text())
@@ -92,17 +102,20 @@ def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_c
             assert usage["request_count"] >= 1 and usage["input_tokens"] > 0
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["mean_score"] == pytest.approx(expected, abs=0.05)
-        assert set(summary["by_category"]) == {parse_task(p).category for p in task_files(DEMO_DIR)}
+        assert set(summary["by_category"]) == {DEMO_TASKS[t].category for t in tasks}
         assert not left_containers(docker_client, run_dir)
         assert not [p for p in run_dir.rglob("*") if p.is_file() and REAL_KEY.encode() in p.read_bytes()]
-    judged = results(gold_dir)[JUDGED]
-    # the judge ran through the gateway on its own token: counted apart from the agent's requests
-    assert judged["scores"]["summary_quality"] == 1.0
-    assert judged["judge_usage"]["requests"] == 1 and judged["judge_usage"]["output_tokens"] > 0
     from pytest_clawswe.gateway.record.ledger import read_records  # every gateway worker's file
 
-    assert len(read_records(gold_dir / "gateway", f"{JUDGED}.judge")) == 1
-    assert results(noop_dir)[JUDGED]["judge_usage"]["requests"] == 0  # no summary: nothing to judge
+    judged_tasks = [t for t in tasks if t in JUDGED_CRITERIA]
+    assert judged_tasks  # every harness's slice has one
+    for task_id in judged_tasks:
+        judged = results(gold_dir)[task_id]
+        # the judge ran through the gateway on its own token: counted apart from the agent's requests
+        assert judged["scores"][JUDGED_CRITERIA[task_id]] == 1.0
+        assert judged["judge_usage"]["requests"] == 1 and judged["judge_usage"]["output_tokens"] > 0
+        assert len(read_records(gold_dir / "gateway", f"{task_id}.judge")) == 1
+        assert results(noop_dir)[task_id]["judge_usage"]["requests"] == 0  # nothing made: nothing to judge
 
 
 def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, monkeypatch, tmp_path,

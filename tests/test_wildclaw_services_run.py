@@ -5,7 +5,8 @@ task's vision call answered by the scripted vision model, its contact sheet judg
 
 Per task: gold scores ~1.0 and noop ~0.0; the audit of the gold run equals the calls the reference
 solution made; two runs of the faults task with the same seed inject identical faults. The four-harness
-matrix over the whole demo set (these tasks included) is tests/test_wildclaw_run.py::test_gold_scores_one_and_noop_zero.
+matrix over the whole demo set (these tasks included) is tests/test_wildclaw_run.py::test_gold_scores_one_and_noop_zero
+with --full-matrix (a slice of it without).
 """
 from __future__ import annotations
 
