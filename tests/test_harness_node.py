@@ -23,6 +23,7 @@ from pytest_clawswe.harness.adapters.openclaw import OpenClawHarness
 
 sys.path.insert(0, str(Path(__file__).parent))  # loaded by path too (--harness FILE:Class)
 from fake_harnesses import ListsProcessesOnBackup  # noqa: E402
+from matrix import NODE_NOOP_SLICE  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
@@ -148,12 +149,16 @@ def test_gold_resolves_and_accounts_exactly(pytester, monkeypatch, docker_client
     assert no_containers_left(docker_client, run_dir)
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("harness", ["openclaw", "bare", "codex", "claude-code"])
-def test_noop_resolves_nothing(pytester, monkeypatch, docker_client, node_demo, bundle_images, tmp_path, harness):
+def test_noop_resolves_nothing(pytester, monkeypatch, docker_client, node_demo, bundle_images, tmp_path, harness,
+                               full_matrix):
+    """In CI on one instance (tests/matrix.py NODE_NOOP_SLICE: gold above runs both bases), both with --full-matrix."""
+    ids = IDS if full_matrix else NODE_NOOP_SLICE
     run_dir = tmp_path / harness
-    result = run_bench(pytester, monkeypatch, harness, "scripted/noop", run_dir)
-    result.assert_outcomes(failed=len(IDS))
-    metas = check_run(run_dir, harness, node_demo, resolved=False)
+    result = run_bench(pytester, monkeypatch, harness, "scripted/noop", run_dir, ids=ids)
+    result.assert_outcomes(failed=len(ids))
+    metas = check_run(run_dir, harness, {iid: node_demo[iid] for iid in ids}, resolved=False)
     if harness == "bare":
         assert all(m["harness_usage"]["diff_applied"] is False for m in metas.values())
     assert no_containers_left(docker_client, run_dir)
