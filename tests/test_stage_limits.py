@@ -113,7 +113,7 @@ def test_a_stage_that_ended_in_time_is_never_stopped_afterwards():
 
 def test_the_agent_stage_has_no_clock_of_its_own():
     """The agent's clock is its wrapper's (budget + grace): at the budget the patch so far is still graded."""
-    assert set(stage_limits(Deadline(5.0, setup_s=1.0, grade_s=2.0), None, "", "")) == {SETUP, VERIFY}
+    assert set(stage_limits(Deadline(5.0, setup_s=1.0, grade_s=2.0), None, verify_hint="")) == {SETUP, VERIFY}
 
 
 def test_the_stage_limits_come_from_the_items_deadline():
@@ -121,7 +121,8 @@ def test_the_stage_limits_come_from_the_items_deadline():
     from pytest_clawswe.wildclaw.items import SETUP_ALLOWANCE_S as WILD_SETUP_S
     from pytest_clawswe.wildclaw.items import new_deadline as new_task_deadline
 
-    limits = stage_limits(new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=None), 1800.0), None, "a", "b")
+    limits = stage_limits(new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=None), 1800.0), None,
+                          verify_hint="b")
     assert limits[SETUP].seconds == SETUP_ALLOWANCE_S and limits[SETUP].error is SetupTimeout
     assert limits[VERIFY].seconds == 1800.0 + VERIFY_ALLOWANCE_S and limits[VERIFY].error is VerifyTimeout
     given = new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=30.0), 1800.0)

@@ -71,7 +71,6 @@ def tar_for_copy_in(src: Path, max_bytes: int = MAX_COPY_BYTES) -> bytes:
     return buf.getvalue()
 
 
-
 def tar_of_file(name: str, data: bytes, mode: int = 0o644) -> bytes:
     """One file, `name` holding `data`, as the tar archive every engine's write_file puts into the sandbox."""
     buf = io.BytesIO()
@@ -80,6 +79,7 @@ def tar_of_file(name: str, data: bytes, mode: int = 0o644) -> bytes:
         info.size, info.mode, info.mtime = len(data), mode, int(time.time())
         tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
 
 @dataclass
 class ExecResult:

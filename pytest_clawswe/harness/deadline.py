@@ -1,10 +1,11 @@
 """One item's deadline, made once by its benchmark's runner and read, never rewritten, by every phase.
 
 Every time limit of an item comes from here (as Harbor's trial computes its timeouts once when it is made): the
-setup and verify stages' own limits (run/item/phases.py), the item's hard stop (pytest-timeout's backstop, items.py), the agent's budget and what a retry gets of it (run/item/agent.py),
-the wrapper's deadline of a harness run (budget + the harness's own grace_s, adapters/_bundled.py) and a harness's
-own timeout (openclaw's --timeout). It lives on the harness layer because AgentContext, which adapters read, holds
-it; the runners above make it.
+setup and verify stages' own limits (run/item/phases.py), the item's hard stop (pytest-timeout's backstop,
+items.py), the agent's budget and what a retry gets of it (run/item/agent.py), the wrapper's deadline of a
+harness run (budget + the harness's own grace_s, adapters/_bundled.py) and a harness's own timeout (openclaw's
+--timeout). It lives on the harness layer because AgentContext, which adapters read, holds it; the runners above
+make it.
 
 A retry does not change the item's deadline: it gets a new frozen value (`for_retry`) whose `budget_s` is what was
 left when the retry's agent existed, in its own AgentContext copy (run/item/agent.py).

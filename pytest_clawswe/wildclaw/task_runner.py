@@ -88,8 +88,6 @@ class TaskRunner(TaskPhases, ItemRunner):
         # past a stage's limit the task's containers go (its sandbox, services, grader): what the stage waits on
         # returns; an image build holds none, the hard stop is its backstop (run/item/phases.py)
         limits = stage_limits(deadline, lambda: self.stop_containers(task.id),
-                              setup_hint="raise it with --setup-timeout, or check that the Docker engine answers "
-                                         "(docker info); then --resume",
                               verify_hint="raise --grade-timeout, then --resume")
         with ExitStack() as stack:  # the task's container and its services go on every path out (task_phases.py)
             run_phases(self.phases(), TaskRun(task, work, result, stack, deadline), result.timings, limits)

@@ -127,8 +127,13 @@ def remove_instance(client, instance, name: str) -> list[str]:
     removed: list[str] = []
     for prepared in client.images.list(filters={"label": f"{SOURCE_LABEL}={name}"}):
         removed += _remove(client, prepared.tags or [prepared.id])
-    aliases = [t for t in (instance.tags or []) if t != name and t.endswith("/" + name)]
-    return removed + _remove(client, aliases + [name])
+    return removed + _remove(client, registry_names(instance, name) + [name])
+
+
+def registry_names(image, name: str) -> list[str]:
+    """The names a registry gave the image `name` on this engine (`<registry>/<name>`: engine/images/registry.py
+    leaves them on the engine that pushed)."""
+    return [t for t in (image.tags or []) if t != name and t.endswith("/" + name)]
 
 
 def _get(client, name: str):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -59,22 +59,27 @@ class StageLimit:
     stop: Callable[[], int | None] | None = None
 
 
-def stage_limits(deadline, stop: Callable[[], int | None] | None, setup_hint: str,
-                 verify_hint: str) -> dict[str, StageLimit]:
+# what to do about a setup stage past its limit: the same for every benchmark (--setup-timeout is the core's)
+SETUP_HINT = "raise it with --setup-timeout, or check that the Docker engine answers (docker info); then --resume"
+
+
+def stage_limits(deadline, stop: Callable[[], int | None] | None, *, verify_hint: str,
+                 setup_hint: str = SETUP_HINT) -> dict[str, StageLimit]:
     """The setup and verify stages' limits of an item from its Deadline (computed there once, never here)."""
     return {SETUP: StageLimit(deadline.setup_s, SetupTimeout, setup_hint, stop),
             VERIFY: StageLimit(deadline.verify_s, VerifyTimeout, verify_hint, stop)}
 
 
+def causes(exc: BaseException | None, most: int = 20) -> Iterator[BaseException]:
+    """`exc`, then what it was raised from or during, and so on (at most `most` of them: a chain may loop)."""
+    while exc is not None and most > 0:
+        yield exc
+        exc, most = exc.__cause__ or exc.__context__, most - 1
+
+
 def phase_of(exc: BaseException | None) -> str:
     """The phase an exception (or the one it was raised from) ended an item in; "" when none is known."""
-    seen = 0
-    while exc is not None and seen < 20:
-        phase = getattr(exc, PHASE_ATTR, "")
-        if phase:
-            return phase
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return ""
+    return next((phase for e in causes(exc) if (phase := getattr(e, PHASE_ATTR, ""))), "")
 
 
 def _tag(exc: BaseException, phase: str) -> None:

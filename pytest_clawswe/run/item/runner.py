@@ -22,7 +22,7 @@ import docker.errors
 
 from pytest_clawswe.errors import InfraError, ItemError, StageTimeout
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN, owner_label
-from pytest_clawswe.run.item.phases import phase_of
+from pytest_clawswe.run.item.phases import causes, phase_of
 from pytest_clawswe.run.item.result import ERROR
 
 if TYPE_CHECKING:
@@ -54,12 +54,10 @@ def progress(message: str) -> None:
 def _stage_error_first(exc: BaseException) -> None:
     """A stage that ran over its limit had the item's containers removed: a cleanup that then failed on them (and
     replaced the stage's error on the way out) is a consequence. Raise the stage's error, the cleanup's as a note."""
-    behind, seen = exc.__context__, 0
-    while behind is not None and seen < 20:
-        if isinstance(behind, StageTimeout):
-            behind.add_note(f"then, cleaning up: {type(exc).__name__}: {exc}")
-            raise behind from None
-        behind, seen = behind.__cause__ or behind.__context__, seen + 1
+    behind = next((e for e in causes(exc.__context__) if isinstance(e, StageTimeout)), None)
+    if behind is not None:
+        behind.add_note(f"then, cleaning up: {type(exc).__name__}: {exc}")
+        raise behind from None
 
 
 def _record(result, error: str, exc: BaseException) -> None:

@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 import docker
 import docker.errors
 
-from pytest_clawswe.engine.images.cache_level import PULLED_BASE_LABEL, missing_bases
+from pytest_clawswe.engine.images.cache_level import PULLED_BASE_LABEL, missing_bases, registry_names
 from pytest_clawswe.engine.images.build import BuildProgress
 from pytest_clawswe.errors import ClawsweError, InfraError, UserError
 from pytest_clawswe.labels import LABEL_CONTEXT_HASH as HASH_LABEL
@@ -135,9 +135,8 @@ def _drop_replaced(client, previous, tag: str) -> None:
         for child in client.images.list(filters={"label": LABEL_PREPARED}):
             if child.attrs.get("Parent") == previous.id:
                 client.images.remove(child.id)
-        for name in previous.tags:
-            if name.endswith("/" + tag):
-                client.images.remove(name)
+        for name in registry_names(previous, tag):
+            client.images.remove(name)
         client.images.remove(previous.id)
     except docker.errors.APIError:
         pass  # in use (a container of another run): it stays, dangling; `docker image prune --filter
