@@ -104,3 +104,22 @@ def test_two_workers_on_one_image_the_last_one_out_removes_it(pytester, docker_c
     result.assert_outcomes(passed=2)
     assert not exists(docker_client, own_copy)
     assert docker_client.images.list(filters={"label": f"{SOURCE_LABEL}={own_copy}"}) == []
+
+
+def test_a_container_of_the_item_still_there_at_its_end_does_not_keep_its_image(pytester, docker_client, python_demo,
+                                                                                 own_copy, tmp_path):
+    """CI once kept an image under `base`: the evaluation's container was still on the engine when the item ended
+    (its removal, beside the rest of the item, had not finished on a loaded engine), and an image a container runs
+    from is never removed. The fault made certain: the evaluation's removal does nothing. The item's own containers
+    go at its end, then its images."""
+    pytester.makeconftest("from pytest_clawswe.swe.grading import scoring\n"
+                          "scoring._remove_container = lambda client, container, logger: None  # a removal lost\n")
+    result = pytester.runpytest_subprocess(
+        "--harness=oracle", "--dataset", str(dataset_with(tmp_path, python_demo, own_copy)),
+        "--run-dir", str(tmp_path / "run"), "--cache-level", "base", "-p", "no:cacheprovider", timeout=900)
+    result.assert_outcomes(passed=1)
+    left = [c for c in docker_client.containers.list(all=True, filters={"label": "clawswe.role=eval"})
+            if (c.image.tags or [""])[0] == own_copy or c.attrs.get("Config", {}).get("Image") == own_copy]
+    assert left == []
+    assert not exists(docker_client, own_copy)
+    assert docker_client.images.list(filters={"label": f"{SOURCE_LABEL}={own_copy}"}) == []

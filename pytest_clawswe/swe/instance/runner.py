@@ -93,8 +93,9 @@ class InstanceRunner(InstancePhases, ItemRunner):
         if self._eval_ahead is not None:  # the item ended before its evaluation: its container goes
             self._eval_ahead.discard()
         budget = self.config.image_cache
-        if budget or self.cache_level in ("base", "none"):
-            _join_eval_removals()  # an image a container still runs from is never removed
+        if budget or self.cache_level in ("base", "none"):  # an image a container still runs from is never removed:
+            _join_eval_removals()
+            self.stop_containers(instance.instance_id)  # what is left of the item's own (a removal lost under load)
         if budget:  # before the commit: metadata.json records what the budget removed
             result.images.update(enforce(self.client, self._lease, budget, self.progress))
 
