@@ -15,7 +15,7 @@ import pytest
 from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.gateway.record import writer as record_writer
 from pytest_clawswe.gateway.record.calls import frame, read_calls
-from pytest_clawswe.gateway.record.reassemble import _events, _events_one_by_one
+from pytest_clawswe.gateway.record.reassemble import _args_text, _events, _events_one_by_one, _text, reassemble
 from pytest_clawswe.gateway.upstream import redact
 
 ANSWER = b'{"choices":[{"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{}}'
@@ -171,6 +171,12 @@ def _wait_for(condition, timeout: float = 30.0) -> None:
     b'data: {"a":1}\nid: 3\ndata: {"c":1}\n\n',  # two data lines of one event around another field: not JSON
     b'data:{"a":1}\r\n\r\ndata:  {"b":2}\r\n\r\ndata: 5\n\ndata: {"torn":',
     b'data: {"a":1}\n\ndata: {not json}\n\ndata: {"c":3}\n\n',
+    b'data: {"a":1}\n\ndata: {"b":[1,2]}\n\ndata: [DONE]\n\n\n',  # a blank line more at the end
+    b'data: {"a":1}\n\n\ndata: {"b":2}\n\n',  # a blank line more between two events
+    b'data: {"a":1\n\ndata: "b":2}\n\n',  # two halves of an object, neither JSON alone: not one object
+    b'data: 5\n\ndata: [DONE]\n\ndata: {"c":1}\n\n',  # values that are not objects, [DONE] not last
+    b'data:{"a":1}\n\ndata: {"b":2}\n\n',  # a data line without its space
+    b'data: ',
 ])
 def test_stream_events_are_read_as_one_by_one(data):
     """The quick reading of a stream's events (one parse for all) gives what reading each event alone gives."""
@@ -187,3 +193,68 @@ def test_a_streamed_answer_with_a_null_choice_is_still_read_back():
             b"data: [DONE]\n\n")
     turn = reassemble("chat", data, True)
     assert (turn["text"], turn["stop"], turn["model"], turn["usage"]) == ("done", "stop", "m", {"total_tokens": 3})
+
+
+def _chat_walk(events: list[dict]) -> dict:
+    """What a Chat Completions SDK puts together from a stream, one event after another (the reference the quick
+    reading is held to)."""
+    out = {"text": "", "reasoning": "", "tool_calls": [], "usage": None, "model": "", "stop": None}
+    calls: dict = {}
+    for data in events:
+        if data.get("usage"):
+            out["usage"] = data["usage"]
+        if not out["model"]:
+            out["model"] = str(data.get("model") or "")
+        for choice in data.get("choices") or ():
+            if not choice:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                out["text"] += _text(delta["content"])
+            if delta.get("reasoning_content") or delta.get("reasoning"):
+                out["reasoning"] += _text(delta.get("reasoning_content") or delta.get("reasoning"))
+            for part in delta.get("tool_calls") or ():
+                slot = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": ""})
+                fn = part.get("function") or {}
+                slot["id"] = slot["id"] or str(part.get("id") or "")
+                slot["name"] = slot["name"] or str(fn.get("name") or "")
+                slot["arguments"] += _args_text(fn.get("arguments") or "")
+            if choice.get("finish_reason"):
+                out["stop"] = choice["finish_reason"]
+        if isinstance(data.get("error"), dict):
+            out["error"] = str(data["error"].get("message") or "error")[:500]
+    out["tool_calls"] = [c for _, c in sorted(calls.items())]
+    return out
+
+
+_CHUNK = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+
+@pytest.mark.parametrize("events", [
+    [{**_CHUNK, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+     *({**_CHUNK, "choices": [{"index": 0, "delta": {"content": f"tok{i} "}, "finish_reason": None}]}
+       for i in range(20)),
+     {**_CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+     {**_CHUNK, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}],
+    [{"model": "", "choices": [None]}, {"model": "m2", "choices": [{"delta": {"reasoning": "why "}}]},
+     {"choices": [{"delta": {"reasoning_content": "so", "content": [{"type": "text", "text": "a"}, "b"]}}]},
+     {"choices": [{"delta": {"content": None, "tool_calls": [
+         {"index": 1, "id": "call_b", "function": {"name": "read", "arguments": "{\"pa"}},
+         {"index": 0, "id": "call_a", "function": {"name": "shell", "arguments": ""}}]}}]},
+     {"choices": [{"delta": {"tool_calls": [{"index": 1, "function": {"arguments": "th\": 1}"}},
+                                            {"index": 0, "id": "late", "function": {"arguments": {"cmd": "ls"}}}]},
+                   "finish_reason": "tool_calls"}], "usage": {"total_tokens": 9}},
+     {"choices": [{"delta": {}, "finish_reason": None}], "usage": None},
+     {"error": {"message": "overloaded"}}, {"error": {"message": "x" * 600}}],
+    [{"choices": [{"index": 0, "delta": {"content": "a"}}, {"index": 1, "delta": {"content": "b"},
+                                                             "finish_reason": "length"}]},
+     {"choices": [{"index": 0, "delta": {"tool_calls": [{"function": {"name": "f"}}]}, "finish_reason": "stop"}]},
+     {"choices": None}],
+    [],
+], ids=["text", "everything", "two-choices", "empty"])
+def test_a_chat_stream_is_put_together_as_the_sdk_puts_it(events):
+    """The reading of a Chat Completions stream (a comprehension per field, for speed) gives what the SDK's walk
+    through the events gives: text, reasoning and tool calls in order, the last usage, finish reason and error,
+    the first model."""
+    data = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+    assert reassemble("chat", data, True) == _chat_walk(events)

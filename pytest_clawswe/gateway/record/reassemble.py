@@ -34,14 +34,34 @@ def reassemble(protocol: str, data: bytes, stream: bool) -> dict:
 def _events(data: bytes) -> list[dict]:
     """The JSON objects of an SSE stream's data fields (multi-line data joined, as the spec says)."""
     data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
-    if not _TWO_DATA_LINES.search(b"\n" + data):
-        # one data line per event (what providers send): every object read by one call of the JSON parser
-        try:
-            return [v for v in fastjson.loads(b"[" + b",".join(_OBJECT_LINE.findall(data)) + b"]")
-                    if isinstance(v, dict)]
+    values = _as_one_array(data)
+    if values is None and not _TWO_DATA_LINES.search(b"\n" + data):
+        try:  # one data line per event, around other fields and comments: the object lines read by one parse
+            values = fastjson.loads(b"[" + b",".join(_OBJECT_LINE.findall(data)) + b"]")
         except (ValueError, UnicodeDecodeError):
             pass  # an event that is not JSON after all: each read alone below
-    return _events_one_by_one(data)
+    if values is None:
+        return _events_one_by_one(data)
+    return [v for v in values if isinstance(v, dict)]
+
+
+def _as_one_array(data: bytes) -> list | None:
+    """A stream of `data: VALUE` events and nothing else (what providers send; its closing [DONE] dropped) read by one
+    parse: the events' data joined into one JSON array by a byte replacement, taken when it parses into as many values
+    as there are events. None for any other layout."""
+    body = data.rstrip(b"\n")
+    if body.endswith(b"data: [DONE]"):
+        body = body[:-12].rstrip(b"\n")
+    if not body.startswith(b"data: "):
+        return None
+    joined = body[6:].replace(b"\n\ndata: ", b",")
+    if b"\n" in joined:
+        return None  # another field, a comment, a data line of two, or a blank line more
+    try:
+        values = fastjson.loads(b"[" + joined + b"]")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return values if len(values) == body.count(b"\n\ndata: ") + 1 else None
 
 
 _TWO_DATA_LINES = re.compile(rb"\ndata:[^\n]*\n(?:[^\n]+\n)*?data:")  # in one event: no blank line between
@@ -99,37 +119,36 @@ def _chat_body(obj: dict) -> dict:
 
 
 def _chat_stream(events: list[dict]) -> dict:
+    """The turn of a Chat Completions stream: the deltas' text, reasoning and tool-call pieces joined in order, the
+    last usage, finish reason and error, the first model. (Comprehensions, one per field: this runs for every
+    streamed call, and a long answer is hundreds of events.)"""
     out = empty()
-    text, reasoning, calls = [], [], {}  # calls: index -> {id, name, arguments pieces}
-    for data in events:  # (one pass, few lookups: a long answer is hundreds of events)
-        if data.get("usage"):
-            out["usage"] = data["usage"]
-        if not out["model"]:
-            out["model"] = str(data.get("model") or "")
-        for choice in data.get("choices") or ():
-            if not choice:
-                continue
-            delta = choice.get("delta")
-            if delta:
-                if delta.get("content"):
-                    text.append(_text(delta["content"]))
-                thought = delta.get("reasoning_content") or delta.get("reasoning")
-                if thought:
-                    reasoning.append(_text(thought))
-                for part in delta.get("tool_calls") or ():
-                    slot = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": []})
-                    fn = part.get("function") or {}
-                    slot["id"] = slot["id"] or str(part.get("id") or "")
-                    slot["name"] = slot["name"] or str(fn.get("name") or "")
-                    slot["arguments"].append(_args_text(fn.get("arguments") or ""))
-            if choice.get("finish_reason"):
-                out["stop"] = choice["finish_reason"]
-        if isinstance(data.get("error"), dict):
-            out["error"] = str(data["error"].get("message") or "error")[:500]
-    out["text"], out["reasoning"] = "".join(text), "".join(reasoning)
-    out["tool_calls"] = [{"id": c["id"], "name": c["name"], "arguments": "".join(c["arguments"])}
-                         for _, c in sorted(calls.items())]
+    choices = [c for event in events for c in (event.get("choices") or ()) if c]
+    deltas = [d for c in choices if (d := c.get("delta"))]
+    out["text"] = "".join([_text(t) for d in deltas if (t := d.get("content"))])
+    out["reasoning"] = "".join([_text(r) for d in deltas if (r := d.get("reasoning_content") or d.get("reasoning"))])
+    out["tool_calls"] = _chat_tool_calls([parts for d in deltas if (parts := d.get("tool_calls"))])
+    out["stop"] = next((c["finish_reason"] for c in reversed(choices) if c.get("finish_reason")), None)
+    out["model"] = next((str(m) for event in events if (m := event.get("model"))), "")
+    out["usage"] = next((u for event in reversed(events) if (u := event.get("usage"))), None)
+    errors = [e for event in events if isinstance(e := event.get("error"), dict)]
+    if errors:
+        out["error"] = str(errors[-1].get("message") or "error")[:500]
     return out
+
+
+def _chat_tool_calls(pieces: list[list]) -> list[dict]:
+    """The tool calls the deltas' `tool_calls` lists carry in pieces (by index: id and name from the first piece with
+    one, the arguments' text joined)."""
+    calls: dict = {}  # index -> {id, name, arguments pieces}
+    for parts in pieces:
+        for part in parts:
+            slot = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": []})
+            fn = part.get("function") or {}
+            slot["id"] = slot["id"] or str(part.get("id") or "")
+            slot["name"] = slot["name"] or str(fn.get("name") or "")
+            slot["arguments"].append(_args_text(fn.get("arguments") or ""))
+    return [{"id": c["id"], "name": c["name"], "arguments": "".join(c["arguments"])} for _, c in sorted(calls.items())]
 
 
 # ------------------------------------------------------------------ responses

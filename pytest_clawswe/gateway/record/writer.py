@@ -72,7 +72,10 @@ class Scrubber:
     def _cached_forms(self, secret: str) -> tuple[tuple[bytes, ...], bytes]:
         found = self._forms.get(secret)
         if found is None:
-            found = self._forms[secret] = (redact.key_forms(secret), secret.lower().encode())
+            forms = redact.key_forms(secret)
+            # a form that holds another is in a line only if that one is: the line is searched for the others alone
+            probes = tuple(f for f in forms if not any(other != f and other in f for other in forms))
+            found = self._forms[secret] = (probes, secret.lower().encode())
             if len(self._forms) > MAX_SECRETS:
                 self._forms.popitem(last=False)
         return found
