@@ -123,12 +123,12 @@ def _chat_stream(events: list[dict]) -> dict:
     last usage, finish reason and error, the first model. (Comprehensions, one per field: this runs for every
     streamed call, and a long answer is hundreds of events.)"""
     out = empty()
-    choices = [c for event in events for c in (event.get("choices") or ()) if c]
-    deltas = [d for c in choices if (d := c.get("delta"))]
-    out["text"] = "".join([_text(t) for d in deltas if (t := d.get("content"))])
+    deltas = [d for event in events for c in (event.get("choices") or ()) if c and (d := c.get("delta"))]
+    out["text"] = "".join([t if t.__class__ is str else _text(t) for d in deltas if (t := d.get("content"))])
     out["reasoning"] = "".join([_text(r) for d in deltas if (r := d.get("reasoning_content") or d.get("reasoning"))])
     out["tool_calls"] = _chat_tool_calls([parts for d in deltas if (parts := d.get("tool_calls"))])
-    out["stop"] = next((c["finish_reason"] for c in reversed(choices) if c.get("finish_reason")), None)
+    out["stop"] = next((c["finish_reason"] for event in reversed(events) for c in reversed(event.get("choices") or ())
+                        if c and c.get("finish_reason")), None)
     out["model"] = next((str(m) for event in events if (m := event.get("model"))), "")
     out["usage"] = next((u for event in reversed(events) if (u := event.get("usage"))), None)
     errors = [e for event in events if isinstance(e := event.get("error"), dict)]

@@ -37,47 +37,49 @@ class Scrubber:
     """Every secret out of a line, as redact.Redactor scrubs it, with the work shared across a line's secrets.
 
     A Redactor costs milliseconds to build (its regular expressions) and a run registers a token per instance
-    and attempt: one is built only for a line that may hold its secret, which is when an exact form is in the
-    line, or the secret's lower case is in the line's, or the line has a JSON escape that could spell an ASCII
-    character (`\\u00..`, `\\/`): without either, no loose form (other letter case, escaped characters) can
-    match, so a Redactor would leave the line as it is."""
+    and attempt: one is built only for a line that may hold its secret, which is when one of the secret's exact
+    forms in lower case is in the line's lower case (every exact form is found so, and the key in any other letter
+    case), or the line has a JSON escape that could spell an ASCII character (`\\u00..`, `\\/`): without either, no
+    form can match, so a Redactor would leave the line as it is."""
 
     def __init__(self) -> None:
-        self._forms: OrderedDict[str, tuple[tuple[bytes, ...], bytes]] = OrderedDict()
+        self._probes: OrderedDict[str, tuple[bytes, ...]] = OrderedDict()
         self._redactors: OrderedDict[str, redact.Redactor] = OrderedDict()
 
     def scrub(self, line: bytes, secrets: list[str]) -> bytes:
         escaped = b"\\u00" in line or b"\\/" in line
-        lowered = None
+        lowered = line.lower()
+        scrubbed = False
         done: set[str] = set()
         for secret in secrets:
             if not secret or secret in done:
                 continue
             done.add(secret)
-            forms, lower = self._cached_forms(secret)
             hit = escaped
-            for form in forms:  # (a loop, not any(): this runs for every secret of every call)
+            for probe in self._cached_probes(secret):  # (a loop, not any(): this runs for every secret of every call)
                 if hit:
                     break
-                hit = form in line
-            if not hit:
-                if lowered is None:
-                    lowered = line.lower()
-                if lower not in lowered:
-                    continue
-            line = self._redactor(secret).scrub(line)
-            lowered = None
-        return redact.mend_escapes(line)
+                hit = probe in lowered
+            if hit:
+                line = self._redactor(secret).scrub(line)
+                lowered, scrubbed = line.lower(), True
+        # a line no Redactor touched is the JSON it was (the gateway's own; the harness's, parsed; ours)
+        return redact.mend_escapes(line) if scrubbed else line
 
-    def _cached_forms(self, secret: str) -> tuple[tuple[bytes, ...], bytes]:
-        found = self._forms.get(secret)
+    def _cached_probes(self, secret: str) -> tuple[bytes, ...]:
+        """The secret's exact forms in lower case, less those that hold a shorter one (found only with it)."""
+        found = self._probes.get(secret)
         if found is None:
-            forms = redact.key_forms(secret)
-            # a form that holds another is in a line only if that one is: the line is searched for the others alone
-            probes = tuple(f for f in forms if not any(other != f and other in f for other in forms))
-            found = self._forms[secret] = (probes, secret.lower().encode())
-            if len(self._forms) > MAX_SECRETS:
-                self._forms.popitem(last=False)
+            probes: list[bytes] = []
+            for form in sorted({f.lower() for f in redact.key_forms(secret)}, key=len):
+                for kept in probes:
+                    if kept in form:
+                        break
+                else:
+                    probes.append(form)
+            found = self._probes[secret] = tuple(probes)
+            if len(self._probes) > MAX_SECRETS:
+                self._probes.popitem(last=False)
         return found
 
     def _redactor(self, secret: str) -> redact.Redactor:
@@ -119,6 +121,7 @@ class Writer:
         self._files: OrderedDict[str, object] = OrderedDict()  # by instance id
         self._used: dict[str, int] = {}  # bytes in the instance's file (kept when its file is closed for room)
         self._unflushed: set[str] = set()
+        self._folders: set[Path] = set()  # the folders made for call files
         self._max_open = _open_files_allowed(MAX_OPEN)
 
     def call(self, head: dict, request: bytes, sent: bytes) -> None:
@@ -154,8 +157,9 @@ class Writer:
         out = self._files.pop(instance, None)
         if out is None:
             path = calls_path(self.state_dir, instance, self.worker)
-            if instance not in self._used:  # its first line from this process
+            if path.parent not in self._folders:  # (one folder for every instance: made once, not per instance)
                 path.parent.mkdir(parents=True, exist_ok=True)
+                self._folders.add(path.parent)
             out = open(path, "ab")
             if instance not in self._used:
                 self._used[instance] = out.tell()  # a resumed run: what the file holds counts
@@ -197,7 +201,9 @@ def frames(pending: bytearray):
             break
         start = at + _FRAME.size
         head_end, request_end = start + sizes[0], start + sizes[0] + sizes[1]
-        yield bytes(pending[start:head_end]), bytes(pending[head_end:request_end]), bytes(pending[request_end:end])
+        with memoryview(pending) as view:  # one copy of each part (a bytearray's slice is a copy of its own)
+            parts = bytes(view[start:head_end]), bytes(view[head_end:request_end]), bytes(view[request_end:end])
+        yield parts
         at = end
     del pending[:at]
 
