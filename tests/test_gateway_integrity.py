@@ -36,6 +36,9 @@ def _answer(path, body, headers):
         bare = base64.b64encode(KEY.encode()).decode()
         return [sse({"choices": [{"index": 0, "delta": {"content": f"token {bare}"}}]}),
                 sse({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}), sse("[DONE]")]
+    if model == "echo-after-escape":  # a text whose JSON escape \u00c2 runs into the key's base64 (c2st...)
+        text = chr(0xC2) + base64.b64encode(KEY.encode()).decode()[2:]
+        return 200, "application/json", json.dumps(chat_answer(model, content=text)).encode()
     if model in FORMS_ANSWERS:
         return FORMS_ANSWERS[model]()
     if path.endswith("/messages/count_tokens"):
@@ -300,3 +303,20 @@ def test_a_request_with_a_huge_header_is_one_line_in_the_log(gateway):
     assert len(new) == 1, new
     assert "Traceback" not in new[0] and "ERROR" not in new[0], new
     assert "bad request" in new[0].lower(), new
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "asked-to-stream"])
+def test_an_answer_redacted_right_after_an_escape_is_still_json(gateway, stream):
+    """A provider's JSON whose escape `\\u00c2` is followed by the rest of the key's base64: the form found
+    from inside the escape was replaced, the escape's `\\u00` was left before [redacted], and the harness got an
+    answer that is not JSON (a 200 it cannot read)."""
+    token = gateway.client().register(f"escape__{stream}", "stub/echo-after-escape")
+    status, headers, text = _request(gateway, "/v1/chat/completions", {"model": "m", "stream": stream, **CHAT}, token)
+    assert status == 200, text
+    if text.startswith("data:"):  # (a provider's one-piece answer to a stream request is passed on as it came)
+        content = "".join(c["delta"].get("content") or "" for line in text.splitlines() if line.startswith("data: {")
+                          for c in json.loads(line[6:])["choices"])
+    else:
+        content = json.loads(text)["choices"][0]["message"]["content"]
+    assert "[redacted]" in content
+    assert KEY.lower() not in _unescaped(text) and base64.b64encode(KEY.encode()).decode() not in content

@@ -20,7 +20,7 @@ class AnswerPassing:
     async def _relay(self, request, protocol, status, headers, chunks: AsyncIterator[bytes], hide_usage: bool,
                      forms, shape=None, collector=None, share=None, drain=None):
         """Pass an answer on to the harness and read its usage: (response, status, usage, error)."""
-        scrub = forms.scrub if forms else _unchanged  # a provider error may echo the key: it must not reach a container
+        scrub = forms.scrub_wire if forms else _unchanged  # a provider error may echo the key: it must not reach a container
         headers = CIMultiDict(headers)
         if not headers.get("Content-Type", "").startswith("text/event-stream"):
             return await self._pass_plain(request, protocol, status, headers, chunks, forms, scrub, shape)

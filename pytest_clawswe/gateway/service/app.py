@@ -234,7 +234,7 @@ class Gateway(CallerAuth, Forwarding, AnswerPassing, AdminRoutes):
         try:
             body = {**body, "model": reg.upstream_model}
             async with self.http.post(up.base_url + "/messages/count_tokens", json=body, headers=headers) as resp:
-                data = redact.for_key(up.key()).scrub(await resp.read())
+                data = redact.for_key(up.key()).scrub_wire(await resp.read())
                 return web.Response(status=resp.status, body=data, content_type="application/json")
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             return _error(MESSAGES, 502, f"Token counting failed ({type(exc).__name__}).", "api_error")

@@ -91,14 +91,14 @@ class Forwarding:
 
     def _rebuilt(self, protocol, wire, data, wants_stream, reg, request, forms):
         """A one-piece Chat Completions answer, told to the harness in the protocol and mode it asked for."""
-        data = forms.scrub(data)  # before its text is cut into stream events: a key must not be cut in two
+        data = forms.scrub_wire(data)  # before its text is cut into stream events: a key must not be cut in two
         try:
             obj = json.loads(data)
             message = obj["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError):
             message = None
         if not isinstance(message, dict):
-            request["clawswe_failure"] = failures.of_answer(200, forms.scrub(data))  # an error in a 200
+            request["clawswe_failure"] = failures.of_answer(200, forms.scrub_wire(data))  # an error in a 200
             return (_error(protocol, 502, "The provider's answer could not be read.", "api_error"), 502, None,
                     "unreadable upstream answer")
         reg.shaping.remember(message)
@@ -109,12 +109,12 @@ class Forwarding:
         model = bounded(str(obj.get("model") or reg.upstream_model))
         if wants_stream:
             body = {"stream_options": {"include_usage": True}} if protocol is CHAT else {}
-            events = [forms.scrub(e) for e in protocol.render_stream(reply, usage or _zero(), model, body)]
+            events = [forms.scrub_wire(e) for e in protocol.render_stream(reply, usage or _zero(), model, body)]
             response = web.Response(status=200, body=b"".join(events),
                                     headers={"Content-Type": "text/event-stream; charset=utf-8"})
         else:
             rendered = json.dumps(protocol.render(reply, usage or _zero(), model, {})).encode()
-            response = web.Response(status=200, body=forms.scrub(rendered),
+            response = web.Response(status=200, body=forms.scrub_wire(rendered),
                                     headers={"Content-Type": "application/json"})
         return response, 200, usage, None if usage else "no usage in the answer"
 

@@ -122,6 +122,12 @@ class Redactor:
             data = self._loose.sub(REDACTED, data)
         return data
 
+    def scrub_wire(self, data: bytes) -> bytes:
+        """`scrub` for bytes as they travel (a JSON body, SSE events of JSON): a form found from inside an escape
+        (`\\u00` + a base64 form that begins with hex digits) leaves no broken escape before [redacted]."""
+        out = self.scrub(data)
+        return out if out is data else mend_escapes(out)
+
     def split(self, data: bytes) -> int:
         """Where to cut a text that goes on in the next piece: before it, nothing can become part of a form that
         more text completes (what comes after is kept back, unscrubbed, and scrubbed with the next piece); no
