@@ -45,12 +45,17 @@ class BenchmarkItem(pytest.Item):
         self.extra_keyword_matches.update(keywords)
         deadline = self.deadline()
         if deadline is not None:
-            self.hard_timeout(deadline.hard_s())
+            self.hard_timeout(deadline.hard_s(self._harness_grace()))
 
     def deadline(self) -> Deadline | None:
         """The item's deadline (harness/deadline.py) when its time limits are known at collection (a benchmark's
         item says how; the base has none): its hard stop is the item's."""
         return None
+
+    def _harness_grace(self) -> float:
+        """The run's harness wrapper's grace past the budget (RunConfig.harness_grace_s): in the hard stop."""
+        cfg = getattr(self.config.pluginmanager.get_plugin("clawswe-session"), "cfg", None)
+        return 0.0 if cfg is None else cfg.harness_grace_s()
 
     def hard_timeout(self, seconds: float) -> None:
         """pytest-timeout as the hard stop of the whole item, unless --timeout was given."""
