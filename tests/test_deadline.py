@@ -51,10 +51,12 @@ def test_the_budget_is_a_read_only_view_of_the_deadline():
 
 
 def test_claw_swe_bench_computes_every_limit_of_an_instance_in_one_place():
+    from pytest_clawswe.harness.deadline import HARD_STOP_MARGIN_S
+
     cfg = SimpleNamespace(budget_s=600.0, setup_timeout_s=None)  # the RunConfig fields it reads; the eval timeout is SweOptions'
     deadline = new_deadline(cfg, 300.0)
     assert deadline.budget_s == 600.0 and deadline.retry_min_s == MIN_RETRY_BUDGET_S
-    assert deadline.hard_s() == 600.0 + 300.0 + SETUP_ALLOWANCE_S  # the item's backstop, as before
+    assert deadline.hard_s() == 600.0 + SETUP_ALLOWANCE_S + deadline.verify_s + HARD_STOP_MARGIN_S  # the backstop
 
 
 def test_a_retry_gets_what_is_left_never_a_fresh_budget_nor_less_than_the_minimum():
@@ -113,3 +115,17 @@ class _NoWatch:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_the_hard_stop_covers_every_stages_own_limit_so_each_stage_ends_with_its_own_error():
+    """The verify stage may take grade_s + its allowance (verify_s): an item whose setup, agent (budget + its
+    wrapper's grace) and verify each take their whole limit ends with that stage's error, never the hard stop's."""
+    from pytest_clawswe.harness.deadline import HARD_STOP_MARGIN_S, VERIFY_ALLOWANCE_S
+
+    deadline = Deadline(600.0, setup_s=1200.0, grade_s=300.0)
+    every_stage = deadline.setup_s + deadline.agent_timeout(60.0) + deadline.verify_s
+    assert deadline.hard_s(60.0) > every_stage
+    assert deadline.hard_s(60.0) == 1200.0 + 600.0 + 60.0 + 300.0 + VERIFY_ALLOWANCE_S + HARD_STOP_MARGIN_S
+    assert deadline.hard_s() == deadline.hard_s(0.0) < deadline.hard_s(60.0)  # no wrapper grace: none counted
+    # a retry's deadline keeps the item's hard stop: it is the item's, not the attempt's
+    assert deadline.for_retry(time.monotonic() - 500).hard_s(60.0) == deadline.hard_s(60.0)

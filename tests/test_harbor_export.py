@@ -392,3 +392,20 @@ def test_an_item_records_when_it_began_and_the_class_of_what_ended_it(tmp_path):
         written = _read(tmp_path / "items" / item / Runner.RESULT_FILE)
         assert written["outcome"] == "error" and written["error_type"] == kind
         assert before <= datetime.fromisoformat(written["started_at"]) <= datetime.now(timezone.utc)
+
+
+def test_an_errors_phase_is_in_its_trials_exception_message(runs, tmp_path):
+    """The phase an item's error happened in (result.json's error_phase) reaches the trial's exception_info and
+    its log; Harbor's ExceptionInfo has no field of its own for it."""
+    import shutil
+
+    run = tmp_path / "phase-run"
+    shutil.copytree(runs[0], run, ignore=shutil.ignore_patterns("gateway"))
+    meta = run / "instances" / "demo__error" / "metadata.json"
+    meta.write_text(json.dumps({**_read(meta), "error_phase": "score"}))
+    export([run], tmp_path / "out")
+    trial = tmp_path / "out" / "phase-run" / "demo__error__attempt-1"
+    info = _read(trial / "result.json")["exception_info"]
+    assert info["exception_message"] == "the SWE-bench evaluator crashed; resume the run (in phase score)"
+    assert "InfraError: the SWE-bench evaluator crashed; resume the run (in phase score)" in \
+        (trial / "trial.log").read_text()

@@ -117,6 +117,7 @@ def test_the_agent_stage_has_no_clock_of_its_own():
 
 
 def test_the_stage_limits_come_from_the_items_deadline():
+    from pytest_clawswe.harness.deadline import HARD_STOP_MARGIN_S
     from pytest_clawswe.swe.items import SETUP_ALLOWANCE_S, new_deadline
     from pytest_clawswe.wildclaw.items import SETUP_ALLOWANCE_S as WILD_SETUP_S
     from pytest_clawswe.wildclaw.items import new_deadline as new_task_deadline
@@ -126,7 +127,7 @@ def test_the_stage_limits_come_from_the_items_deadline():
     assert limits[SETUP].seconds == SETUP_ALLOWANCE_S and limits[SETUP].error is SetupTimeout
     assert limits[VERIFY].seconds == 1800.0 + VERIFY_ALLOWANCE_S and limits[VERIFY].error is VerifyTimeout
     given = new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=30.0), 1800.0)
-    assert given.setup_s == 30.0 and given.hard_s() == 600.0 + 1800.0 + 30.0  # the backstop follows it
+    assert given.setup_s == 30.0 and given.hard_s() == 30.0 + 600.0 + given.verify_s + HARD_STOP_MARGIN_S  # the backstop follows it
     options = SimpleNamespace(budget=lambda s: s * 2, grade_timeout_s=120.0)
     task = SimpleNamespace(timeout_seconds=300)
     assert new_task_deadline(options, task).setup_s == WILD_SETUP_S

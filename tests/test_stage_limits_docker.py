@@ -6,6 +6,7 @@ prepare_image and the next instance resolves. Each error records its phase in it
 error line shows it."""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -45,6 +46,10 @@ def test_a_hung_setup_and_a_hung_grader_end_at_their_stages_limits_and_the_next_
     grader = got[HUNG_GRADER]
     assert grader["outcome"] == "error" and grader["error_type"] == "GradeTimeout", grader
     assert grader["error_phase"] == "verify" and "--grade-timeout" in grader["error"]
+    # the error line names the task once, though the grader's sentence begins with its id
+    assert f"{HUNG_GRADER}: grade() did not finish" in out and f"{HUNG_GRADER}: {HUNG_GRADER}" not in out
+    rows = {row["task_id"]: row for row in csv.DictReader((run_dir / "results.csv").open(newline=""))}
+    assert [rows[t]["error_phase"] for t in (HUNG_SETUP, PLAIN, HUNG_GRADER)] == ["setup", "", "verify"]
     run.assert_outcomes(passed=1, errors=2)
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
     assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
@@ -73,6 +78,8 @@ def test_a_claw_swe_bench_instance_whose_preparation_hangs_ends_at_the_setup_lim
         assert meta["outcome"] == "error" and meta["error_type"] == "SetupTimeout", meta
         assert meta["error_phase"] == "prepare_image" and "within its limit of 90 s" in meta["error"]
         assert "clawswe__hanging-1: " in run.stdout.str() and "[phase prepare_image]" in run.stdout.str()
+        rows = {r["instance_id"]: r for r in csv.DictReader((run_dir / "results.csv").open(newline=""))}
+        assert (rows["clawswe__hanging-1"]["error_phase"], rows[row["instance_id"]]["error_phase"]) == ("prepare_image", "")
         done = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
         assert done["outcome"] == "resolved", done
         run.assert_outcomes(passed=1, errors=1)

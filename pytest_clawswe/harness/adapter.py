@@ -170,6 +170,14 @@ class Harness:
         self.model = model
         self.options = dict(options or {})  # as given (strings from the command line)
         self.opts = self.Options.parse(self.options, self.name)  # typed, validated: unknown keys fail here
+        self.grace_s = self.grace_with(self.opts)
+
+    @classmethod
+    def grace_with(cls, opts: HarnessOptions) -> float:
+        """The wrapper's grace under these options, without making the adapter (the item's hard stop counts it):
+        a `grace` option where the adapter takes one (--harness-option grace), else the released value."""
+        given = getattr(opts, "grace", None)
+        return cls.grace_s if given is None else max(0.0, float(given))
 
     def resolved_options(self) -> dict:
         """Every option with its effective value (defaults included): what run.json records."""

@@ -19,6 +19,9 @@ from dataclasses import dataclass, replace
 # what the verify stage may take on top of grading's own timeout: the grading container's start, the inputs copied
 # into it, the patch applied, the report read (run/item/phases.py stops the stage at grade_s + this)
 VERIFY_ALLOWANCE_S = 300.0
+# what the hard stop leaves past every stage's own limit: a stage's watchdog removes the item's containers and the
+# stage raises its own error (SetupTimeout, VerifyTimeout; the wrapper's kill at budget + grace) before the backstop
+HARD_STOP_MARGIN_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -41,9 +44,11 @@ class Deadline:
         and the allowance for the rest of the stage."""
         return self.grade_s + self.verify_allowance_s
 
-    def hard_s(self) -> float:
-        """The hard stop of the whole item: the agent's budget, grading and the setup allowance."""
-        return self.agent_s + self.grade_s + self.setup_s
+    def hard_s(self, grace_s: float = 0.0) -> float:
+        """The hard stop of the whole item (pytest-timeout's backstop): every stage's own limit, setup_s, the agent's
+        budget plus its wrapper's grace (`grace_s`, as agent_timeout; a retry runs within the budget) and verify_s,
+        then HARD_STOP_MARGIN_S, so a stage that runs out ends with its own, more precise, error."""
+        return self.setup_s + self.agent_s + grace_s + self.verify_s + HARD_STOP_MARGIN_S
 
     def left(self, since: float, now: float | None = None) -> float:
         """What is left of the agent's budget for an agent phase that began at `since` (time.monotonic())."""

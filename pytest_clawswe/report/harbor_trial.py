@@ -103,6 +103,8 @@ def exception_info(result: dict, last: bool, when: datetime | None) -> dict | No
     elif result.get("outcome") == "error":
         kind = str(result.get("error_type") or "ClawsweError")
         message = str(result.get("error") or "the item ended in an error (no sentence was recorded)")
+        if result.get("error_phase"):  # ExceptionInfo has no field for it: the message ends with it, as error_line
+            message += f" (in phase {result['error_phase']})"
     elif result.get("finish_reason") in FINISH_EXCEPTIONS:
         reason = result["finish_reason"]
         kind, message = FINISH_EXCEPTIONS[reason], str(result.get("error") or FINISH_MESSAGES[reason])

@@ -288,6 +288,12 @@ class RunConfig:
         cls = self.harness_class or get_harness_class(self.harness_spec)
         return cls(self.model.spec, self.harness_options)
 
+    def harness_grace_s(self) -> float:
+        """The run's harness wrapper's grace past the budget, its options included (in each item's hard stop);
+        0 when no adapter class was resolved (a RunConfig made by hand)."""
+        cls = self.harness_class
+        return 0.0 if cls is None else cls.grace_with(cls.Options.parse(self.harness_options, cls.name))
+
     @property
     def model_label(self) -> str:
         return f"{self.harness_name}/{self.model.spec}" if self.model else self.harness_name

@@ -142,7 +142,8 @@ def summarise(results: list[TaskResult]) -> dict:
 
 
 CSV_FIELDS = ("task_id", "category", "modality", "outcome", "overall_score", "finish_reason", "agent_s", "grade_s",
-              "input_tokens", "output_tokens", "cost_usd", "judge_input_tokens", "judge_output_tokens", "error")
+              "input_tokens", "output_tokens", "cost_usd", "judge_input_tokens", "judge_output_tokens", "error",
+              "error_phase")  # where the error happened (run/item/phases.py); last: added later
 
 
 def results_csv(results: list[TaskResult]) -> str:
@@ -154,7 +155,7 @@ def results_csv(results: list[TaskResult]) -> str:
                     r.finish_reason, r.timings.get("agent", ""), r.timings.get("grade", ""),
                     r.usage.get("input_tokens", 0), r.usage.get("output_tokens", 0),
                     "" if r.cost_usd is None else r.cost_usd, r.judge_usage.get("input_tokens", 0),
-                    r.judge_usage.get("output_tokens", 0), r.error[:200]])
+                    r.judge_usage.get("output_tokens", 0), r.error[:200], r.error_phase])
     return buf.getvalue()
 
 

@@ -97,9 +97,7 @@ class BundledHarness(Harness):
 
         self.version = self.opts.version or self.default_version(get_recipe(self.bundle_name))
         self.home = bundle_path(self.bundle_name, self.version)  # the bundle's tree in the container
-        self.data_container = ""
-        if self.opts.grace is not None:
-            self.grace_s = max(0.0, self.opts.grace)
+        self.data_container = ""  # grace_s: the base's (Harness.grace_with: --harness-option grace, else the class's)
 
     def default_version(self, recipe) -> str:
         return recipe.version

@@ -45,12 +45,17 @@ class BenchmarkItem(pytest.Item):
         self.extra_keyword_matches.update(keywords)
         deadline = self.deadline()
         if deadline is not None:
-            self.hard_timeout(deadline.hard_s())
+            self.hard_timeout(deadline.hard_s(self._harness_grace()))
 
     def deadline(self) -> Deadline | None:
         """The item's deadline (harness/deadline.py) when its time limits are known at collection (a benchmark's
         item says how; the base has none): its hard stop is the item's."""
         return None
+
+    def _harness_grace(self) -> float:
+        """The run's harness wrapper's grace past the budget (RunConfig.harness_grace_s): in the hard stop."""
+        cfg = getattr(self.config.pluginmanager.get_plugin("clawswe-session"), "cfg", None)
+        return 0.0 if cfg is None else cfg.harness_grace_s()
 
     def hard_timeout(self, seconds: float) -> None:
         """pytest-timeout as the hard stop of the whole item, unless --timeout was given."""
@@ -87,15 +92,20 @@ class BenchmarkItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if excinfo.errisinstance(self.ONE_LINE):
-            return f"{self.item_id}: {excinfo.value}"
+            return f"{self.item_id}: {self._without_id(str(excinfo.value))}"
         return super().repr_failure(excinfo, style)
+
+    def _without_id(self, sentence: str) -> str:
+        """`sentence` without a leading "<item id>: " (a benchmark's errors may name their item first, as
+        WildClawBench's do): the line names the id once."""
+        return sentence.removeprefix(f"{self.item_id}: ") if self.item_id else sentence
 
     def _repr_failure_py(self, excinfo, style=None):
         """An item's error (its setup runs the item) is one sentence and where its record is; the whole traceback
         with --tb=long, and in the item's log."""
         if style == "long" or excinfo.errisinstance((pytest.skip.Exception, KeyboardInterrupt)):
             return super()._repr_failure_py(excinfo, style)
-        first = (str(excinfo.value).strip().splitlines() or [""])[0][:500]
+        first = self._without_id((str(excinfo.value).strip().splitlines() or [""])[0])[:500]
         sentence = first if excinfo.errisinstance(self.ONE_LINE) else f"{excinfo.typename}: {first}"
         return f"{self.item_id}: {sentence}{self._phase(excinfo.value)}{self._record_hint()}"
 

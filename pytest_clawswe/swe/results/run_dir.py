@@ -89,6 +89,7 @@ class InstanceResult(ItemResult):
             "health": self.health,
             # PASS_TO_PASS tests failing here that passed at the base commit in every run of the health check
             "p2p_passed_at_base": len(self.p2p_vs_base.get("passed_at_base", [])) if self.health else "",
+            "error_phase": self.error_phase,  # where the error happened (run/item/phases.py); last: added later
         }
 
 
