@@ -56,6 +56,17 @@ def test_an_empty_judge_model_is_refused(tmp_path, judge):
     refused(result, run_dir, "--judge-model")
 
 
+@pytest.mark.parametrize("judge", [[], ["--judge-model", "anthropic/claude-opus-4.6"]])
+def test_a_judge_without_its_key_is_refused_before_anything_is_written(tmp_path, monkeypatch, judge):
+    """Today the run starts (run folder, gateway, agents) and every judged task errors at its first grade."""
+    for name in [n for n in os.environ if n.endswith("_API_KEY")]:
+        monkeypatch.delenv(name)
+    result, run_dir = run(tmp_path, "--benchmark", "wildclaw", "--harness", "claude-code", "--model", "scripted/gold",
+                          "--dataset", "demo", *judge)  # the default judge is openai/gpt-5.4, as released
+    line = refused(result, run_dir, "--judge-model", "OPENROUTER_API_KEY is not set", "--judge-model scripted")
+    assert "--model scripted/gold" not in line  # the agent's model is not what lacks a key
+
+
 def test_a_task_file_with_malformed_front_matter_is_a_usage_error(tmp_path):
     """Today: a clear sentence, but exit 1 and a run folder (run.json, summary.json, results.csv, gateway/)."""
     tasks = tmp_path / "suite" / "tasks" / "01_Productivity_Flow"

@@ -90,6 +90,17 @@ def test_a_judge_the_gateway_cannot_serve_is_refused(run, tmp_path):
     assert not out.exists()
 
 
+def test_the_regrade_command_refuses_a_judge_without_its_key(run, tmp_path):
+    """`clawswe regrade RUN --judge-model M` (README) with no key for M: the same sentence as a run's, nothing written."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "pytest_clawswe.cli", "regrade", str(run), "--out", str(out), "--judge-model",
+           "openai/gpt-5.4"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    one_sentence(done, "--judge-model openai/gpt-5.4", "OPENROUTER_API_KEY is not set", "--judge-model scripted")
+    assert not out.exists()
+
+
 def test_a_moved_suite_is_named_and_found_with_dataset(tmp_path):
     """The suite's workspace the run graded from is gone: the sentence says so and how to point at it; --dataset with
     the suite's new place finds each task's workspace there."""

@@ -111,6 +111,10 @@ class Benchmark:
     def check_engines(self, hosts: list, needs_model: bool) -> None:
         """Refuse engines this benchmark cannot use yet (pytest.UsageError, one sentence); all are fine here."""
 
+    def check_grading_key(self) -> None:
+        """Refuse a model its grading calls through the gateway (a judge) whose provider key is missing
+        (run/config.check_key, the agents' rule); called before anything is written. No such model here."""
+
     def item_records(self, run_dir) -> list[dict]:
         """One record per ended item naming the images it used ("image", and "images" as engine/images/cache.py writes
         them): the session measures their disk use and the image cache's share for summary.json."""

@@ -117,15 +117,22 @@ def given_settings(config: pytest.Config) -> dict:
     check_prices_known(given)
     _check_harness(harness_cls, given["model"].spec, given["harness_options"])
     if harness_cls.needs_model and not getattr(config, "workerinput", None) and not config.option.collectonly:
-        from pytest_clawswe.gateway.upstream.providers import check_upstream
-
-        try:  # no model, no key: found before the run's network or gateway exists
-            if not given["model"]:
-                raise ValueError(NO_MODEL)
-            check_upstream(given["model"])
-        except ValueError as exc:
-            raise _usage(str(exc)) from None
+        if not given["model"]:
+            raise _usage(NO_MODEL)
+        check_key(given["model"])
     return given
+
+
+def check_key(model: Model, flag: str = "", keyless: str = "") -> None:
+    """pytest.UsageError (one sentence, after `flag` when given) when the gateway has no key for `model`'s provider:
+    the one rule for every model a run's gateway serves (the agents', a benchmark's judge), checked before the run's
+    network or gateway exists. `keyless` says how to go without a key (default: the scripted agent model)."""
+    from pytest_clawswe.gateway.upstream.providers import check_upstream
+
+    try:
+        check_upstream(model, keyless=keyless)
+    except ValueError as exc:
+        raise _usage(f"{flag}: {exc}" if flag else str(exc)) from None
 
 
 def run_config(config: pytest.Config, benchmark, given: dict) -> RunConfig:

@@ -53,6 +53,8 @@ def configure(config: pytest.Config) -> None:
     run = RunSession(config, cfg, benchmark)
     if not run.is_worker:
         benchmark.select()  # a bad dataset, id or row: one sentence, before anything is written
+        if run.writes:
+            benchmark.check_grading_key()  # a judge without its key: as the agents' model, before anything is written
         if src is None:
             check_resume(config, cfg, benchmark)
         else:

@@ -79,19 +79,20 @@ class WildClawBench(Benchmark):
 
     def _select_kept(self) -> list:
         if self._kept is None:
-            from pytest_clawswe.gateway.upstream.providers import check_upstream
             from pytest_clawswe.wildclaw.regrade import kept_tasks
 
-            try:  # the judge it cannot serve, before anything is written
-                check_upstream(self.options.judge_gateway_model)
-            except ValueError as exc:
-                raise pytest.UsageError(f"--judge-model {self.options.judge_model}: {exc}") from None
             self._kept, left_out = kept_tasks(self.config, self.regrade, self.options.dataset_root)
             if left_out and not hasattr(self.config, "workerinput"):
                 self.config.issue_config_time_warning(UserWarning(
                     f"clawswe: {len(left_out)} task(s) of {self.regrade.path} are not graded again: they ended before "
                     f"grading ({', '.join(left_out[:5])}{', ...' if len(left_out) > 5 else ''})"), stacklevel=2)
         return self._kept
+
+    def check_grading_key(self) -> None:
+        from pytest_clawswe.run.config import check_key
+
+        check_key(self.options.judge_gateway_model, f"--judge-model {self.options.judge_model}",
+                  "give --judge-model scripted to grade offline")
 
     def collector(self, session: pytest.Session) -> pytest.Collector:
         if self.regrade is not None:

@@ -86,16 +86,20 @@ def resolve(model: Model, upstreams: list[Upstream] | tuple = ()) -> Upstream:
     raise ValueError(f"no upstream is configured for {model.spec}: give one named {model.provider!r}")
 
 
-def check_upstream(model: Model, upstreams: list[Upstream] | tuple = ()) -> None:
+KEYLESS = "run with --model scripted/gold to check the harness without a key"
+
+
+def check_upstream(model: Model, upstreams: list[Upstream] | tuple = (), keyless: str = "") -> None:
     """Raise ValueError (one sentence) when the provider's key is missing: the runner calls this before
-    starting anything (the name itself was checked when it was parsed)."""
+    starting anything (the name itself was checked when it was parsed). `keyless` says how to go without one
+    (default: the scripted agent model)."""
     if model.is_scripted:
         return
     up = resolve(model, upstreams)
     if not up.key():
         raise ValueError(
             f"{up.key_env} is not set, and the model gateway needs it to forward {model.spec} to {up.name} "
-            f"({up.base_url}); export it, or run with --model scripted/gold to check the harness without a key."
+            f"({up.base_url}); export it, or {keyless or KEYLESS}."
         )
 
 
