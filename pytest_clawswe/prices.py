@@ -8,7 +8,8 @@ A `--prices FILE` (YAML or JSON) overrides or adds models, in USD per million to
     my-local-model: {input: 0, output: 0}
 
 A model found nowhere costs None ("unknown") and gives one warning per model: never a silent 0.
-Model names are the run's `--model` (`provider/model`, e.g. `openrouter/z-ai/glm-5.1`).
+Model names are the run's `--model` (`provider/model`, e.g. `openrouter/z-ai/glm-5.1`); a model at OpenRouter is
+also found under the name OpenRouter knows it by (`z-ai/glm-5.1`; a judge sent to OpenRouter: the name given).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import yaml
 from genai_prices.data_snapshot import find_provider_by_id, get_snapshot
 
 from pytest_clawswe.errors import UserError
-from pytest_clawswe.model import SCRIPTED
+from pytest_clawswe.model import OPENROUTER, SCRIPTED
 from pytest_clawswe.usage import Usage
 
 PER = 1_000_000  # override prices are per million tokens, as providers publish them
@@ -109,8 +110,9 @@ class PriceBook:
         Tiered prices depend on the size of one request, so give the usage of one request when you
         have it; an aggregate over N requests is priced as N requests of the mean size.
         """
-        if model in self.overrides:
-            return self.overrides[model].cost(usage)
+        given = self._override(model)
+        if given is not None:
+            return given.cost(usage)
         if model.split("/", 1)[0] in FREE_PROVIDERS:
             return 0.0
         if usage == Usage():
@@ -125,6 +127,16 @@ class PriceBook:
                 stacklevel=2,
             )
         return cost
+
+    def _override(self, model: str) -> Price | None:
+        """The --prices entry for `model`: under its own name, else, for a model at OpenRouter, under the name
+        OpenRouter knows it by (the name the user gave: a judge `openai/gpt-5.4` sent to OpenRouter is served and
+        recorded as openrouter/openai/gpt-5.4). Never the other way: OpenRouter's price is not another provider's."""
+        provider, _, rest = model.partition("/")
+        for name in (model, rest if provider == OPENROUTER and "/" in rest else None):
+            if name is not None and name in self.overrides:
+                return self.overrides[name]
+        return None
 
 
 def _library_cost(usage: Usage, model: str, at: datetime | None) -> float | None:

@@ -71,6 +71,24 @@ def test_override_file_adds_and_overrides_models(tmp_path):
     assert book.cost_usd(usage, "anthropic/claude-opus-4-7") == pytest.approx(3.5 + 0.1)
 
 
+def test_an_entry_under_the_given_name_prices_the_model_served_through_openrouter():
+    """WildClawBench's judge `openai/gpt-5.4` is served (and recorded) as openrouter/openai/gpt-5.4, as an agent's
+    `--model z-ai/glm-5.1` is OpenRouter's z-ai/glm-5.1: a --prices entry under the name the user gave prices it, for
+    any model, in the lookup itself; the full name's own entry wins."""
+    usage = Usage(requests=1, input_tokens=1_000_000, output_tokens=100_000)
+    book = PriceBook({"openai/gpt-5.4": Price(input=2, output=10), "z-ai/glm-5.1": Price(input=1, output=1)})
+    assert book.cost_usd(usage, "openrouter/openai/gpt-5.4") == pytest.approx(2 + 1)
+    assert book.cost_usd(usage, "openai/gpt-5.4") == pytest.approx(2 + 1)
+    assert book.cost_usd(usage, "openrouter/z-ai/glm-5.1") == pytest.approx(1 + 0.1)
+    both = PriceBook({"openai/gpt-5.4": Price(input=2, output=10), "openrouter/openai/gpt-5.4": Price(input=1, output=1)})
+    assert both.cost_usd(usage, "openrouter/openai/gpt-5.4") == pytest.approx(1 + 0.1)
+    # the other way round is another provider's bill: OpenRouter's entry does not price OpenAI's own API
+    other = PriceBook({"openrouter/openai/gpt-5.4": Price(input=0, output=0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownPriceWarning)
+        assert other.cost_usd(usage, "openai/gpt-5.4") != 0.0
+
+
 def test_json_override_file(tmp_path):
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"m": {"input": 1.5, "output": 3}}))

@@ -154,10 +154,8 @@ class TaskRunner(TaskPhases, ItemRunner):
         if judge_model.scripted_mode == JUDGE and found.judge_default and usage.requests:
             result.warnings.append(f"{JUDGE_DEFAULT_NOTE} {usage.requests} request(s) with its default "
                                    f"score {fixtures.DEFAULT_JUDGE['*']['score']} (no judge.json for this task)")
-        # priced under the name the user gave (results say it), else the name OpenRouter bills it under
-        given = self.options.judge_model
-        priced_as = given if given in self.prices.overrides else judge_model.spec
-        result.judge_cost_usd = self.prices.cost_usd(usage, priced_as)
+        # a --prices entry under the name the user gave is found by the lookup itself (prices.PriceBook)
+        result.judge_cost_usd = self.prices.cost_usd(usage, judge_model.spec)
         judge_failed = grader.judge_failure(records, _key_env(judge_model))
         if judge_failed:  # graders often catch the judge's exception and score 0: that 0 is not the agent's
             raise grader.GradeError(f"{task.id}: {judge_failed}")
