@@ -54,11 +54,18 @@ class TaskRunner(TaskPhases, ItemRunner):
         write_task_files(work, result)
 
     # ------------------------------------------------------------------ gateway tokens
-    def _register(self, instance_id: str, model: Model, scripted: dict | None) -> str:
+    def _register(self, instance_id: str, model: Model, scripted: dict | None, agents: bool = True) -> str:
+        """A token for the agent's model or its tools, under --max-instance-cost's ceiling, or (`agents` False) for
+        grading's judge, under none: its spending is not the agent's, and the released runner caps none."""
         from pytest_clawswe.gateway.control.run_gateway import _unreachable_is_infra
 
         with _unreachable_is_infra():
-            return self.gateway.client.register(instance_id, model.spec, scripted=scripted, ceiling=self.gateway.ceiling)
+            return self.gateway.client.register(instance_id, model.spec, scripted=scripted,
+                                                ceiling=self.gateway.ceiling if agents else None)
+
+    def register_judge(self, task_id: str, judge_model: Model, answers: dict | None) -> str:
+        """The judge's token for grading `task_id` (the scripted judge plays `answers`)."""
+        return self._register(f"{task_id}.judge", judge_model, answers, agents=False)
 
     def _revoke(self, token: str) -> None:
         from pytest_clawswe.gateway.control.run_gateway import _unreachable_is_infra
@@ -134,7 +141,7 @@ class TaskRunner(TaskPhases, ItemRunner):
         if self.gateway is not None:
             answers = {"fixtures": found.judge} if judge_model.scripted_mode == JUDGE else None
             try:
-                token = self._register(f"{task.id}.judge", judge_model, answers)
+                token = self.register_judge(task.id, judge_model, answers)
             except ValueError as exc:
                 raise grader.GradeError(f"{task.id}: the gateway cannot serve the judge model: {exc}") from None
         labels = {**self.labels, LABEL_INSTANCE: task.id, LABEL_ROLE: "grader"}
