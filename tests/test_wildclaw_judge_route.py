@@ -96,8 +96,11 @@ def test_a_real_judge_grades_through_its_provider(pytester, tmp_path, provider, 
                                     "cache_write_tokens": 0}, r
         judge_cost = (USAGE.input_tokens * PRICE["input"] + USAGE.output_tokens * PRICE["output"]) / 1e6
         assert r["judge_cost_usd"] == pytest.approx(judge_cost) and r["cost_usd"] == 0.0  # the agent's: scripted
+        # beside ours, what the judge's provider said it billed (OpenRouter's usage.cost); the agent's has none
+        assert r["judge_provider_cost_usd"] == PROVIDER_COST and r["provider_cost_usd"] is None, r
         usage = json.loads((run_dir / "tasks" / task_id / "usage.json").read_text())
         assert usage["judge"]["model"] == JUDGE and usage["judge"]["input_tokens"] == USAGE.input_tokens
+        assert usage["judge"]["provider_cost_usd"] == PROVIDER_COST
         assert usage["input_tokens"] == r["usage"]["input_tokens"]  # the agent's totals hold none of the judge's
         (record,) = read_records(run_dir / "gateway", f"{task_id}.judge")
         assert record["model"] == f"openrouter/{JUDGE}" and record["requested_model"] == JUDGE
@@ -167,6 +170,7 @@ def test_a_grader_that_streams_gets_the_judge_streamed(pytester, tmp_path, provi
     assert call["body"]["model"] == JUDGE and call["headers"]["authorization"] == f"Bearer {KEY}"
     assert r["judge_usage"]["requests"] == 1 and r["judge_usage"]["input_tokens"] == USAGE.input_tokens
     assert r["judge_usage"]["output_tokens"] == USAGE.output_tokens
+    assert r["judge_provider_cost_usd"] == PROVIDER_COST  # from the streamed answer's last usage chunk
     from pytest_clawswe.gateway.record.ledger import read_records
 
     (record,) = read_records(run_dir / "gateway", f"{STREAMED}.judge")

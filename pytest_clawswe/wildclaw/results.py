@@ -37,6 +37,7 @@ class TaskResult(ItemResult):
     tool_usage: dict = field(default_factory=dict)  # model calls the agent made itself (OPENROUTER_* vars)
     judge_usage: dict = field(default_factory=dict)  # the grader's judge calls
     judge_cost_usd: float | None = None
+    judge_provider_cost_usd: float | None = None  # what the judge's provider itself billed (OpenRouter's usage.cost)
     warmup_moved: list = field(default_factory=list)
     warnings: list = field(default_factory=list)  # what the released runner logs and goes on (a missing skill)
 
@@ -79,7 +80,8 @@ def usage_json(result: TaskResult) -> dict:
         "elapsed_time": None if agent_s is None else round(agent_s, 2),
         "model": result.model, "harness": result.harness,
         "tool_calls_usage": result.tool_usage,
-        "judge": {"model": result.judge_model, **(result.judge_usage or {}), "cost_usd": result.judge_cost_usd},
+        "judge": {"model": result.judge_model, **(result.judge_usage or {}), "cost_usd": result.judge_cost_usd,
+                  "provider_cost_usd": result.judge_provider_cost_usd},
     }
 
 

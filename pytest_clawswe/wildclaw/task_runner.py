@@ -13,6 +13,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.gateway.record.ledger import provider_cost
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE
 from pytest_clawswe.model import JUDGE, Model
 from pytest_clawswe.run.config import RunConfig
@@ -163,6 +164,7 @@ class TaskRunner(TaskPhases, ItemRunner):
                                    f"score {fixtures.DEFAULT_JUDGE['*']['score']} (no judge.json for this task)")
         # a --prices entry under the name the user gave is found by the lookup itself (prices.PriceBook)
         result.judge_cost_usd = self.prices.cost_usd(usage, judge_model.spec)
+        result.judge_provider_cost_usd = provider_cost(records)  # beside ours, as the agent's provider_cost_usd
         judge_failed = grader.judge_failure(records, _key_env(judge_model))
         if judge_failed:  # graders often catch the judge's exception and score 0: that 0 is not the agent's
             raise grader.GradeError(f"{task.id}: {judge_failed}")
