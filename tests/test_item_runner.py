@@ -171,3 +171,21 @@ def test_wildclaw_takes_its_infra_retry_from_the_runner(tmp_path):
     assert runner.run(task).outcome == "passed" and len(attempts) == 2
     assert lines == ["t-1: the Docker engine stopped answering; retrying once from scratch"]
     assert runner.finished("t-1").overall_score == 1.0
+
+
+def test_images_are_released_only_after_the_evaluation_containers_removal_ended(monkeypatch):
+    """Under --cache-level base/none the instance image goes when the item ends, unless a container still runs from
+    it: the evaluation container's removal (a thread beside the item) must have ended first. The join named the
+    scoring module by its old place after a move and joined nothing: CI found the image kept."""
+    import threading
+    import time
+
+    from pytest_clawswe.swe.grading import scoring
+    from pytest_clawswe.swe.instance import runner
+
+    done = threading.Event()
+    removal = threading.Thread(target=lambda: (time.sleep(0.3), done.set()), daemon=True)
+    removal.start()
+    monkeypatch.setattr(scoring, "_REMOVALS", [removal])
+    runner._join_eval_removals()
+    assert done.is_set()
