@@ -9,7 +9,7 @@ import pytest
 
 from pytest_clawswe.gateway.upstream import failures
 from pytest_clawswe.run import provider
-from pytest_clawswe.run.spending import counted_spend, over_max_cost, unit_prices
+from pytest_clawswe.run.spending import counted_spend, item_of, ledger_name, over_max_cost, unit_prices
 
 
 def rec(status=200, failure=None, reason=None, **tokens):
@@ -121,3 +121,23 @@ def test_bad_spending_options_are_one_sentence_before_anything(pytester, monkeyp
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
     assert not (pytester.path / "reports").exists()
+
+
+def test_max_cost_counts_an_items_judge_and_tools_as_the_item_s(tmp_path):
+    """A WildClawBench task spends under three names in the ledger (the agent's, `<task>.tools`, `<task>.judge`):
+    they are one item's cost. Counted as three finished items, the mean cost per item (what each running item is
+    likely to add) came out a third of the truth, and a running task's own tool calls counted as a finished item."""
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("p/m: {input: 10, output: 10}\n")  # $0.01 per 1000-token call
+    items = tmp_path / "instances"
+    items.mkdir()
+    _ledger(tmp_path, "a", "p/m", 3)  # finished: $0.03 + $0.01 tools + $0.01 judge = $0.05
+    _ledger(tmp_path, ledger_name("a", "tools"), "p/m", 1)
+    _ledger(tmp_path, ledger_name("a", "judge"), "p/m", 1)
+    (items / ".b.partial").mkdir()  # running, $0.02 so far (agent and tools): likely $0.03 more
+    _ledger(tmp_path, "b", "p/m", 1)
+    _ledger(tmp_path, ledger_name("b", "tools"), "p/m", 1)
+    why = over_max_cost(tmp_path, items, 0.10, str(prices))
+    assert why == ("not started: --max-cost $0.1 reached (counted $0.0700 + $0.0300 likely from 1 running); "
+                   "--resume with a higher --max-cost runs it")
+    assert item_of(ledger_name("a.b-1", "judge")) == "a.b-1" and item_of("a.b-1") == "a.b-1"

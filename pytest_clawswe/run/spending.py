@@ -24,6 +24,25 @@ USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wri
 _PROBE = 1_000_000  # tokens priced at once to read a price per token (1000 requests of 1000: no long-context tier)
 
 
+# An item may use models under names of its own beside its agent's (the agent's tools, grading's judge): the
+# gateway counts each name apart (its ledger lines, its ceiling); spending adds them up as the item's.
+ROLES = ("tools", "judge")
+
+
+def ledger_name(item_id: str, role: str = "") -> str:
+    """The name the gateway counts `item_id`'s calls under: the agent's is the item's id, a `role` in ROLES has its
+    own (`<item id>.<role>`)."""
+    if role and role not in ROLES:
+        raise ValueError(f"unknown model role {role!r}: one of {', '.join(ROLES)}")
+    return f"{item_id}.{role}" if role else item_id
+
+
+def item_of(name: str) -> str:
+    """The item a ledger name counts for (ledger_name's inverse)."""
+    base, dot, role = name.rpartition(".")
+    return base if dot and role in ROLES else name
+
+
 def unit_prices(model: str, prices_file: str | None = None) -> list[float] | None:
     """USD per token of (input, output, cache read, cache write) for `model`; None when it cannot be priced."""
     from pytest_clawswe.prices import PriceBook
@@ -86,10 +105,13 @@ def over_max_cost(run_dir: str | Path, items_dir: Path, ceiling: float, prices_f
     """The one sentence that stops an item from starting, or None while the run is under its ceiling."""
     spend = counted_spend(run_dir, prices_file)
     running = {p.name[1:-len(".partial")] for p in items_dir.glob(".*.partial")} if items_dir.is_dir() else set()
-    finished = [c for i, c in spend.by_instance.items() if i not in running and not i.startswith("_")]
+    by_item: dict[str, float] = defaultdict(float)
+    for name, cost in spend.by_instance.items():
+        by_item[item_of(name)] += cost
+    finished = [c for i, c in by_item.items() if i not in running and not i.startswith("_")]
     mean = sum(finished) / len(finished) if finished else 0.0
     # a running item is likely to cost what a finished one did; what it spent already is in `counted`
-    likely = sum(max(0.0, mean - spend.by_instance.get(i, 0.0)) for i in running)
+    likely = sum(max(0.0, mean - by_item.get(i, 0.0)) for i in running)
     if spend.counted + likely < ceiling:
         return None
     return (f"not started: --max-cost ${ceiling:g} reached (counted ${spend.counted:.4f} + ${likely:.4f} likely "

@@ -18,6 +18,7 @@ import pytest
 
 from pytest_clawswe.run import regrade
 from pytest_clawswe.run.item.nodes import BenchmarkCollector
+from pytest_clawswe.run.spending import ledger_name
 from pytest_clawswe.wildclaw.grading import fixtures, grader
 from pytest_clawswe.wildclaw.items import TaskItem
 from pytest_clawswe.wildclaw.results import RESULT, TaskResult, ended_tasks
@@ -158,7 +159,7 @@ class TaskRegrader(TaskRunner):
         kept = self.kept[task.id]
         before = self._before = json.loads((kept.folder / RESULT).read_text())
         regrade.copy_item(kept.folder, work, ANEW)
-        regrade.copy_records(self.source.path, self.config.run_dir, [task.id, f"{task.id}.tools"])
+        regrade.copy_records(self.source.path, self.config.run_dir, [task.id, ledger_name(task.id, "tools")])
         carry(before, result)
         result.regrade = {"of": str(self.source.path), **regrade.earlier(before),
                           "overall_score": before.get("overall_score"), "judge_model": before.get("judge_model")}

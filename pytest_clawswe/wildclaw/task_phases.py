@@ -20,6 +20,7 @@ from pytest_clawswe.harness.adapter import AgentContext, AgentRun
 from pytest_clawswe.harness.deadline import Deadline
 from pytest_clawswe.model import VISION, Model
 from pytest_clawswe.run.item.phases import AGENT, ALWAYS, NEVER, SETUP, VERIFY, Phase, staged
+from pytest_clawswe.run.spending import ledger_name
 from pytest_clawswe.wildclaw.grading import fixtures, grader, transcript
 from pytest_clawswe.wildclaw.task import container
 from pytest_clawswe.wildclaw.results import TaskResult
@@ -128,7 +129,7 @@ class TaskPhases:
             tool_model, tool_script = model, None
             if scripted is not None:  # the agent's own model calls: the task's vision fixtures, or the default
                 tool_model, tool_script = Model.scripted(VISION), {"fixtures": s.found.vision}
-            s.tokens["tools"] = self._register(f"{task.id}.tools", tool_model, tool_script)
+            s.tokens["tools"] = self._register(ledger_name(task.id, "tools"), tool_model, tool_script)
         except ValueError as exc:
             hint = ("; give it a behaviour in --scripted-fixtures DIR/<task id>/solve.sh"
                     if "reference solution" in str(exc) else "")

@@ -19,6 +19,7 @@ from pytest_clawswe.model import JUDGE, Model
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item.runner import ItemRunner
 from pytest_clawswe.run.item.phases import run_phases, stage_limits
+from pytest_clawswe.run.spending import ledger_name
 from pytest_clawswe.usage import Usage
 from pytest_clawswe.wildclaw.grading import fixtures, grader
 from pytest_clawswe.wildclaw.items import new_deadline
@@ -66,7 +67,7 @@ class TaskRunner(TaskPhases, ItemRunner):
 
     def register_judge(self, task_id: str, judge_model: Model, answers: dict | None) -> str:
         """The judge's token for grading `task_id` (the scripted judge plays `answers`)."""
-        return self._register(f"{task_id}.judge", judge_model, answers, agents=False)
+        return self._register(ledger_name(task_id, "judge"), judge_model, answers, agents=False)
 
     def _revoke(self, token: str) -> None:
         from pytest_clawswe.gateway.control.run_gateway import _unreachable_is_infra

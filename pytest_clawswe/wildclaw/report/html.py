@@ -19,6 +19,7 @@ from markupsafe import Markup
 from pytest_clawswe.files import write_atomic
 from pytest_clawswe.report import html as report_html
 from pytest_clawswe.report.format import config_label, fmt_tokens, fmt_usd
+from pytest_clawswe.run.spending import ledger_name
 from pytest_clawswe.trajectory.view import item_page
 from pytest_clawswe.wildclaw.results import ERROR, TaskResult, load_results, task_dir
 
@@ -49,7 +50,7 @@ def judge_record(run: Path, task_id: str) -> Path:
     """The gateway's record of the task's judge calls (the first gateway worker's file that has any)."""
     from pytest_clawswe.gateway.record.calls import calls_paths
 
-    paths = calls_paths(run / "gateway", f"{task_id}.judge")
+    paths = calls_paths(run / "gateway", ledger_name(task_id, "judge"))
     return next((p for p in paths if p.is_file()), paths[0])
 
 
@@ -57,7 +58,7 @@ def _verdict(run: Path, task_id: str) -> str:
     """What the judge last answered, e.g. 'score 1.0: lists every meeting' ('' when not recorded)."""
     from pytest_clawswe.gateway.record.calls import read_calls
 
-    answers = [c["response"] for c in read_calls(run / "gateway", f"{task_id}.judge")
+    answers = [c["response"] for c in read_calls(run / "gateway", ledger_name(task_id, "judge"))
                if isinstance(c.get("response"), dict) and int(c.get("status") or 0) < 400]
     text = str(answers[-1].get("text") or "") if answers else ""
     try:
