@@ -8,8 +8,9 @@ provider keys, the instance's gateway token and the admin token in every form re
 
 Off the request's path and out of the gateway's process: `submit` (called once the answer went out) hands the
 raw request bytes, the bytes sent back and the ledger line to a writer process (writer.py) through a
-pipe, as one write on the event loop; the writer reads the answer back, redacts and appends (every call it has
-read is flushed before it waits for more: an interrupted run keeps every call already recorded). The gateway's
+pipe, one write on the event loop for the calls of a few milliseconds (BATCH_S); the writer reads the answer
+back, redacts and appends (every call it has read is flushed before it waits for more: an interrupted run keeps
+every call already recorded). The gateway's
 own interpreter does no JSON, redaction or disk work for it beyond the call's header, so the record takes
 little CPU time (or interpreter lock) from the answers.
 
@@ -43,6 +44,10 @@ MAX_BEHIND = 16 * 1024 * 1024  # bytes queued for the writer before calls are dr
 BODIES_BEHIND = 2 * 1024 * 1024  # bytes queued past which a call goes without its request body (memory bound)
 MAX_BODY = 4 * 1024 * 1024  # a request body over this is recorded without it (an agent-chosen 1.5 MB model name...)
 PIPE_SIZE = 1024 * 1024
+# calls are handed to the writer in batches: the first call of a batch waits at most BATCH_S (its answer is out
+# already: only its line on disk waits), a batch over BATCH_BYTES goes at once
+BATCH_S = 0.004
+BATCH_BYTES = 256 * 1024
 SECRETS_ENV = "CLAWSWE_RECORDER_SECRETS"  # how the writer learns the process-wide secrets (never argv)
 
 
@@ -98,6 +103,7 @@ class Recorder:
         self._waiting: list[bytes] | None = None  # frames submitted while the pipe is being connected
         self._batch: list[bytes] = []  # the pieces of the frames of this turn of the event loop
         self._batched = 0
+        self._timer: asyncio.TimerHandle | None = None  # the batch's write, due BATCH_S after its first call
         self.dropped = 0
         if self.on:  # started now, not on the first request's path
             self._spawn()
@@ -145,20 +151,23 @@ class Recorder:
                 log.warning("the call recorder is %d MiB behind: %d call(s) not recorded",
                             MAX_BEHIND // 2**20, self.dropped)
             return
-        # the calls answered in one turn of the event loop go in one write: one system call and one wake-up of
-        # the writer for all of them, and one copy of their bytes
+        # the calls answered within BATCH_S go in one write: one system call and one wake-up of the writer for all
+        # of them, and one copy of their bytes (at a busy gateway's pace a turn of the event loop answers one or two)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # not on the loop (the gateway stopping): at once
             loop = None
         if not self._batch and loop is not None:
-            loop.call_soon(self._write_batch)
+            self._timer = loop.call_later(BATCH_S, self._write_batch)
         self._batch += parts
         self._batched += sum(map(len, parts))
-        if loop is None:
+        if loop is None or self._batched > BATCH_BYTES:
             self._write_batch()
 
     def _write_batch(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         batch, self._batch, self._batched = self._batch, [], 0
         if batch and self._transport is not None and not self._transport.is_closing():
             self._transport.write(b"".join(batch))
