@@ -28,7 +28,6 @@ from pytest_clawswe.gateway.upstream import redact
 SLIM_RESPONSE_BYTES = 64 * 1024  # past the cap, an answer up to this size is still kept
 MAX_OPEN = 2048  # files kept open: one per instance of the gateway process (300 agents at once: 300 files)
 READ_SIZE = 1024 * 1024  # at most this much read from the pipe at once (the pipe's own size)
-MAX_SECRETS = 4096  # secrets whose exact forms are kept (an instance's token is one; ~1 KiB each)
 MAX_REDACTORS = 512  # whole redactors kept: built only for a line that may hold a secret's loose form
 _FRAME = struct.Struct(">III")
 
@@ -43,44 +42,27 @@ class Scrubber:
     form can match, so a Redactor would leave the line as it is."""
 
     def __init__(self) -> None:
-        self._probes: OrderedDict[str, tuple[bytes, ...]] = OrderedDict()
         self._redactors: OrderedDict[str, redact.Redactor] = OrderedDict()
 
     def scrub(self, line: bytes, secrets: list[str]) -> bytes:
         escaped = b"\\u00" in line or b"\\/" in line
         lowered = line.lower()
-        scrubbed = False
         done: set[str] = set()
         for secret in secrets:
             if not secret or secret in done:
                 continue
             done.add(secret)
             hit = escaped
-            for probe in self._cached_probes(secret):  # (a loop, not any(): this runs for every secret of every call)
+            for probe in redact.probe_forms(secret):  # (a loop, not any(): this runs for every secret of every call)
                 if hit:
                     break
                 hit = probe in lowered
             if hit:
-                line = self._redactor(secret).scrub(line)
-                lowered, scrubbed = line.lower(), True
-        # a line no Redactor touched is the JSON it was (the gateway's own; the harness's, parsed; ours)
-        return redact.mend_escapes(line) if scrubbed else line
-
-    def _cached_probes(self, secret: str) -> tuple[bytes, ...]:
-        """The secret's exact forms in lower case, less those that hold a shorter one (found only with it)."""
-        found = self._probes.get(secret)
-        if found is None:
-            probes: list[bytes] = []
-            for form in sorted({f.lower() for f in redact.key_forms(secret)}, key=len):
-                for kept in probes:
-                    if kept in form:
-                        break
-                else:
-                    probes.append(form)
-            found = self._probes[secret] = tuple(probes)
-            if len(self._probes) > MAX_SECRETS:
-                self._probes.popitem(last=False)
-        return found
+                # a line no Redactor changed is the JSON it was (the gateway's own; the harness's, parsed; ours)
+                scrubbed = self._redactor(secret).scrub_wire(line)
+                if scrubbed is not line:
+                    line, lowered = scrubbed, scrubbed.lower()
+        return line
 
     def _redactor(self, secret: str) -> redact.Redactor:
         found = self._redactors.pop(secret, None) or redact.Redactor(secret)

@@ -56,6 +56,18 @@ def key_forms(key: str) -> tuple[bytes, ...]:
     return tuple(sorted((f for f in forms if f), key=len, reverse=True))
 
 
+@functools.lru_cache(maxsize=4096)  # a run registers a token per instance and attempt: a writer sees thousands
+def probe_forms(key: str) -> tuple[bytes, ...]:
+    """What to look for in a text lower-cased to learn whether `key` may be in it in any form a Redactor finds
+    (with a JSON escape of an ASCII character ruled out apart): its exact forms lower-cased, less those that hold a
+    shorter one (found only with it)."""
+    probes: list[bytes] = []
+    for form in sorted({f.lower() for f in key_forms(key)}, key=len):
+        if not any(kept in form for kept in probes):
+            probes.append(form)
+    return tuple(probes)
+
+
 def _loose_parts(key: str) -> list[tuple[bytes, bytes]]:
     """Per character of the key, the ways JSON text may spell it (itself in any case, \\uXXXX in any hex case,
     \\/) and, as a second regex, the beginnings of its escapes (what a piece may end in mid-character)."""
