@@ -96,3 +96,16 @@ def test_an_items_error_line_names_its_id_once(pytester):
     for item_id, line in EXPECTED.items():
         assert line in lines, (item_id, [x for x in lines if item_id in x])
         assert not [x for x in lines if f"{item_id}: {item_id}" in x or f": {item_id}: " in x], item_id
+
+
+def test_the_image_errors_begin_with_the_instance_id_so_the_line_names_it_once():
+    """The item's line drops a leading "<id>: " from its error's sentence; an image error that named the id inside
+    ("X has no task folder", "Building the image for X failed") was printed "X: X has no task folder"."""
+    import pytest
+
+    from pytest_clawswe.swe.instance.images import ImageError, build_images
+
+    with pytest.raises(ImageError) as raised:
+        build_images([{"instance_id": "demo__x-1", "image": "demo-x:1"}], client=object(), progress=lambda m: None)
+    sentence = str(raised.value)
+    assert sentence.startswith("demo__x-1: ") and sentence.count("demo__x-1") == 1

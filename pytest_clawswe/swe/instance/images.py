@@ -121,7 +121,7 @@ def _build_one(client, instance: dict, prefix: str, force: bool, progress: Progr
     image = _local_image(client, tag)
     if last_error or image is None:
         reason = (last_error or "no image was produced").splitlines()[-1][:200]
-        raise ImageError(f"Building the image for {iid} failed ({reason}); see {log_path}.")
+        raise ImageError(f"{iid}: building its image failed ({reason}); see {log_path}.")
     progress(f"{prefix} built {tag} in {time.monotonic() - started:.0f}s")
     if previous is not None and previous.id != image.id and HASH_LABEL in (previous.labels or {}):
         _drop_replaced(client, previous, tag)
@@ -160,7 +160,7 @@ def build_images(
     for n, instance in enumerate(instances, 1):
         iid, tag = instance["instance_id"], instance["image"]
         if not instance.get(TASK_DIR):
-            raise ImageError(f"{iid} has no task folder, so its image cannot be built here.")
+            raise ImageError(f"{iid}: it has no task folder, so its image cannot be built here (a run pulls {tag} instead).")
         prefix = f"[{n}/{len(instances)}] {iid}:"
         if not force and _is_current(_local_image(client, tag), instance[TASK_DIR]):
             progress(f"{prefix} up to date ({tag})")
@@ -205,7 +205,7 @@ def _pull(client, iid: str, tag: str, progress: Progress) -> None:
     try:
         for event in client.api.pull(repository, tag=version, stream=True, decode=True):
             if "error" in event:
-                raise ImageError(f"Pulling {tag} for {iid} failed: {event['error'].strip()}.")
+                raise ImageError(f"{iid}: pulling {tag} failed: {event['error'].strip()}.")
             layer, status = event.get("id"), event.get("status", "")
             # one line per layer state change, not one per progress tick
             if layer and status and layers.get(layer) != status and status not in ("Downloading", "Extracting"):
@@ -213,9 +213,9 @@ def _pull(client, iid: str, tag: str, progress: Progress) -> None:
                 done = sum(s in ("Pull complete", "Already exists") for s in layers.values())
                 progress(f"{iid}: {layer} {status} ({done}/{len(layers)} layers)")
     except docker.errors.APIError as exc:
-        raise ImageError(f"Pulling {tag} for {iid} failed: {exc.explanation or exc}.") from None
+        raise ImageError(f"{iid}: pulling {tag} failed: {exc.explanation or exc}.") from None
     if _local_image(client, tag) is None:
-        raise ImageError(f"Pulling {tag} for {iid} produced no image.")
+        raise ImageError(f"{iid}: pulling {tag} produced no image.")
     progress(f"{iid}: pulled {tag}")
 
 
