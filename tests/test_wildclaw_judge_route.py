@@ -13,7 +13,8 @@ both demo criteria), so no assertion here can pass on the scripted path.
 - A grader whose client streams (tests/data/wildclaw-judge) gets the judge's answer streamed, its usage counted.
 - `clawswe regrade RUN --judge-model openai/gpt-5.4` (README) grades a run the scripted judge graded again through the
   judge's provider, after the key check; a key the provider refuses stops it before anything is written.
-- A provider that refuses the judge (401) makes the task an error whose sentence says what to do, never a 0; a 500
+- A judge key the provider refuses stops the run at the start (the key check, as for the agents' model). A provider
+  that refuses the judge (401) later makes the task an error whose sentence says what to do, never a 0; a 500
   is retried by the grader's client (as against OpenRouter) and the task graded on the answer that followed; a
   judge that never answers ends in the grader's time limit, an error.
 """
@@ -70,14 +71,17 @@ def test_a_real_judge_grades_through_its_provider(pytester, tmp_path, provider, 
     assert got[SHEET]["scores"]["description"] == 1.0  # the agent's own model call was answered (scripted vision)
 
     seen = list(provider.seen)
-    # the judge's provider got the graders' two requests and nothing else: the agent's own model call named the
-    # same model on its own token ("What is in this contact sheet?") and stayed on the agent's route
-    assert len(seen) == 2 and {len(provider.calls_for(SUMMARY)), len(provider.calls_for(CONTACT))} == {1}, seen
+    # the judge's provider got the key check's one-token request (before any task) and the graders' two requests,
+    # nothing else: the agent's own model call named the same model on its own token ("What is in this contact
+    # sheet?") and stayed on the agent's route
+    check, *graders = seen
+    assert check["body"]["max_tokens"] == 1 and check["body"]["model"] == JUDGE, seen
+    assert len(graders) == 2 and {len(provider.calls_for(SUMMARY)), len(provider.calls_for(CONTACT))} == {1}, seen
     for s in seen:
         assert s["path"] == "/v1/chat/completions"
         assert s["headers"]["authorization"] == f"Bearer {KEY}"  # the provider's key, not the judge's token
         assert "clawswe-" not in json.dumps(s["headers"]) + json.dumps(s["body"])
-        assert s["body"]["model"] == JUDGE and s["body"]["temperature"] == 0
+    assert all(s["body"]["model"] == JUDGE and s["body"]["temperature"] == 0 for s in graders)
     (slots,) = provider.calls_for(SUMMARY)
     summary = (run_dir / "tasks" / SLOTS / "snapshot" / "tmp_workspace" / "results" / "summary.md").read_text()
     assert summary.strip() and summary in prompt_text(slots["body"]) and not image_urls(slots["body"])
@@ -132,6 +136,19 @@ def test_a_judge_provider_failure_is_an_error_or_retried(pytester, tmp_path, pro
     assert len(provider.calls_for(CONTACT)) == 2 and r["judge_usage"]["requests"] == 1
     assert json.loads((run_dir / "summary.json").read_text())["errors"] == 1
     assert not left_containers(docker_client, run_dir)
+
+
+def test_a_judge_key_the_provider_refuses_stops_the_run_before_any_task(pytester, tmp_path, provider):
+    """The judge is checked at the start as the agents' model is: a key the judge's provider refuses (set, but wrong)
+    was found only at the first task's grading, after its agent had worked, and then at every task's."""
+    provider.failures = {"": [401]}  # the key check's request holds no criterion
+    run_dir = tmp_path / "run"
+    done = run_judged(pytester, run_dir, "meeting_slots", "-n", "0")
+    err = done.stderr.str()
+    assert done.ret == pytest.ExitCode.USAGE_ERROR, done.stdout.str()[-3000:] + err[-2000:]
+    assert f"the model check failed: the judge openrouter/{JUDGE} at openrouter" in err and "401" in err, err[-2000:]
+    assert "--no-model-check" in err
+    assert not (run_dir / "tasks").exists() and len(provider.seen) == 1  # no agent ran, no grader asked
 
 
 def test_a_judge_that_never_answers_is_an_error(pytester, tmp_path, provider, docker_client):

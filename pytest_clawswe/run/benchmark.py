@@ -115,6 +115,11 @@ class Benchmark:
         """Refuse a model its grading calls through the gateway (a judge) whose provider key is missing
         (run/config.check_key, the agents' rule); called before anything is written. No such model here."""
 
+    def grading_model(self):
+        """The model its grading calls through the gateway (a judge), given the key check at the start as the
+        agents' model is (gateway/control/key_check.py); None: none."""
+        return None
+
     def item_records(self, run_dir) -> list[dict]:
         """One record per ended item naming the images it used ("image", and "images" as engine/images/cache.py writes
         them): the session measures their disk use and the image cache's share for summary.json."""

@@ -251,8 +251,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--grade-provider-failures", "grade an instance whose provider failed it (as the released code does) "
            "instead of ending it as an error that --resume runs again", "RunConfig.grade_provider_failures",
            dict(action="store_true"), config_field="grade_provider_failures", check=bool_value),
-    Option("--no-model-check", "skip the one cheap request per provider that checks the key, model name and credit "
-           "first", "run/session.py:RunSession.start", dict(action="store_true")),
+    Option("--no-model-check", "skip the one cheap request per model (the agents', a judge's) that checks the key, "
+           "model name and credit first", "run/session.py:RunSession.start", dict(action="store_true")),
     # the run's engines (engine/hosts.py) and its cluster (run/kube_run.py)
     Option("--docker-host", "a Docker engine for the run's containers (repeatable; xdist workers are spread over "
            "them): unix:///var/run/docker.sock, tcp://HOST:2376 (TLS, see --docker-tls-dir) or ssh://USER@HOST "

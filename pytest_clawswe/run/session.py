@@ -134,6 +134,9 @@ class RunSession:
                     from pytest_clawswe.gateway.control.key_check import check_model
 
                     check_model(self.cfg.run_dir / "gateway", self.gateway_model)
+                    judge = self.benchmark.grading_model() if self.regrade is None else None  # a regrade's is checked above
+                    if judge is not None and judge.spec != self.gateway_model.spec:
+                        check_model(self.cfg.run_dir / "gateway", judge, role="the judge ")
             except BaseException:
                 if self.gateway_process is not None:
                     self.gateway_process.stop()

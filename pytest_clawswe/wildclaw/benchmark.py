@@ -94,6 +94,9 @@ class WildClawBench(Benchmark):
         check_key(self.options.judge_gateway_model, f"--judge-model {self.options.judge_model}",
                   "give --judge-model scripted to grade offline")
 
+    def grading_model(self):
+        return self.options.judge_gateway_model
+
     def collector(self, session: pytest.Session) -> pytest.Collector:
         if self.regrade is not None:
             from pytest_clawswe.wildclaw.regrade import RegradeCollector, collector_name

@@ -1,10 +1,10 @@
 """The key check before a run: one cheap request to the provider through the run's gateway.
 
 A one-token completion (Anthropic: /v1/messages; every other provider: /v1/chat/completions) with the
-run's model, so a wrong key (401), a key without credit (402, or a quota error), a key not allowed the model
-(403) or an unknown model name (404/400) stops the run in one sentence before any item starts. It costs one
-request of a few tokens (counted under the pseudo-instance `_model-check`, so --max-cost sees it too);
---no-model-check skips it.
+run's model, and with its judge's (run/benchmark.Benchmark.grading_model), so a wrong key (401), a key without
+credit (402, or a quota error), a key not allowed the model (403) or an unknown model name (404/400) stops the
+run in one sentence before any item starts. It costs one request of a few tokens per model (counted under the
+pseudo-instance `_model-check`, so --max-cost sees it too); --no-model-check skips it.
 """
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ def _request(url: str, token: str, model: str, anthropic: bool) -> tuple[int, by
         return 0, str(exc).encode()
 
 
-def check_model(state_dir: Path, model: Model) -> None:
-    """Raise pytest.UsageError (one sentence) when the provider refuses the run's model and key."""
+def check_model(state_dir: Path, model: Model, role: str = "") -> None:
+    """Raise pytest.UsageError (one sentence) when the provider refuses the run's model and key (`role`: what the
+    sentence calls the model, e.g. "the judge ")."""
     if model.is_scripted:
         return
     up = resolve(model)
@@ -66,10 +67,10 @@ def check_model(state_dir: Path, model: Model) -> None:
     if status and status < 400 and not last.get("failure"):
         return
     if last.get("failure") in TRANSIENT:  # busy or rate-limited now: the items' harnesses retry; the run goes on
-        warnings.warn(f"clawswe: the model check of {model.spec} got {last.get('reason')}; the run goes on", stacklevel=2)
+        warnings.warn(f"clawswe: the model check of {role}{model.spec} got {last.get('reason')}; the run goes on", stacklevel=2)
         return
     reason = last.get("reason") or _reason(status, data)
-    raise pytest.UsageError(f"the model check failed: {model.spec} at {up.name} ({up.base_url}) answered {reason}; "
+    raise pytest.UsageError(f"the model check failed: {role}{model.spec} at {up.name} ({up.base_url}) answered {reason}; "
                             "fix the key, the credit or the model name, or skip this check with --no-model-check")
 
 
