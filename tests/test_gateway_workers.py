@@ -270,6 +270,105 @@ def test_deepseek_reasoning_memory_reaches_every_worker(tmp_path, monkeypatch):
         assert len(_files_with_records(gw.state_dir, "workers__ds")) >= 2
 
 
+def _listening(url: str) -> int:
+    """How many sockets listen on the gateway's port: one per worker that serves (a new or restarted worker
+    listens only once the leader's snapshot is applied, leader.py)."""
+    port = f"{int(url.rsplit(':', 1)[1]):04X}"
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(1 for row in rows if row.split()[1].endswith(":" + port) and row.split()[3] == "0A")
+
+
+def _wait_listening(url: str, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while _listening(url) < count:
+        assert time.monotonic() < deadline, "the gateway's workers did not listen"
+        time.sleep(0.1)
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_bytes().splitlines()) if path.is_file() else 0
+
+
+def test_a_restarted_worker_still_knows_the_reasoning_remembered_before(tmp_path, monkeypatch):
+    """DeepSeek's reasoning memory survives a worker's restart (CI once lost a streamed answer's reasoning on the
+    next turn): the worker that learnt it is killed (as the leader kills one that acknowledges late), and its
+    restart, which knows only the leader's snapshot, must still put the reasoning back into the next turn."""
+    from gateway_stub import Stub, chat_answer, sse
+
+    from pytest_clawswe.gateway import Upstream
+    from pytest_clawswe.gateway.record.ledger import usage_path
+
+    answers = iter(range(1, 10_000))
+
+    def answer(path, body, headers):
+        if not body.get("stream"):  # the next turn: a final answer
+            data = chat_answer(body["model"], content="done", reasoning="R-final")
+            return 200, "application/json", json.dumps(data).encode()
+        n = next(answers)  # every first turn its own tool call and reasoning: which answer taught what is known
+        base = {"id": f"s{n}", "object": "chat.completion.chunk", "created": 1, "model": body["model"]}
+        call = {"index": 0, "id": f"call_{n}", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+        deltas = [{"role": "assistant", "reasoning_content": "R-"}, {"reasoning_content": str(n)},
+                  {"tool_calls": [call]}]
+        events = [sse({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}) for d in deltas]
+        events.append(sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
+        events.append(sse({**base, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}))
+        return events + [sse("[DONE]")]
+
+    def turn(messages: list, stream: bool) -> bytes:
+        conn = http.client.HTTPConnection(gw.url.split("//", 1)[1], timeout=30)  # a new connection: any worker
+        try:
+            conn.request("POST", "/v1/chat/completions", json.dumps({"model": "ds", "messages": messages,
+                                                                     "stream": stream}),
+                         {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            data = resp.read()  # to its end: the answer's ledger line is on disk by then
+        finally:
+            conn.close()
+        assert resp.status == 200, data
+        return data
+
+    monkeypatch.setenv("CLAWSWE_TEST_WORKERS_KEY", "sk-workers-test-key-0123456789")
+    with Stub(answer) as stub, GatewayProcess.start(tmp_path / "gw", [Upstream("deepseek", stub.url + "/v1",
+                                                                      "CLAWSWE_TEST_WORKERS_KEY")], workers=2) as gw:
+        _wait_workers(gw, 2)
+        _wait_listening(gw.url, 2)
+        token = gw.client().register("workers__ds-restart", "deepseek/deepseek-chat", shaping="deepseek_reasoning")
+        served_by_1 = usage_path(gw.state_dir, "workers__ds-restart", worker=1)  # worker 1's own ledger file
+        user = [{"role": "user", "content": "go"}]
+        # the streamed first turn, sent until worker 1 answers it: the leader then knows its reasoning only
+        # from worker 1's "remember"
+        for _ in range(200):
+            before = _lines(served_by_1)
+            data = turn(user, stream=True)
+            if _lines(served_by_1) > before:
+                break
+        else:
+            pytest.fail("worker 1 never answered")
+        call_id = next(c["id"] for line in data.decode().splitlines() if line.startswith("data: {")
+                       for choice in json.loads(line[6:])["choices"]
+                       for c in (choice.get("delta") or {}).get("tool_calls") or [] if c.get("id"))
+        [victim] = _children(gw.pid)
+        os.kill(victim, signal.SIGKILL)  # a process the gateway started for this test
+        deadline = time.monotonic() + 60  # the leader's supervisor starts worker 1 again
+        while _children(gw.pid) in ([], [victim]) or gw.client().workers() < 2:
+            assert time.monotonic() < deadline, "the killed worker was not started again"
+            time.sleep(0.1)
+        _wait_listening(gw.url, 2)  # its snapshot applied
+        history = user + [{"role": "assistant", "content": None, "tool_calls": [  # the harness dropped the reasoning
+            {"id": call_id, "type": "function", "function": {"name": "shell", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": call_id, "content": "ok"}]
+        # the next turn, sent until the restarted worker 1 answers it: wherever it lands it carries the reasoning
+        for _ in range(200):
+            before = _lines(served_by_1)
+            turn(history, stream=False)
+            assert stub.seen[-1]["body"]["messages"][1].get("reasoning_content") == "R-" + call_id[5:], (
+                "the restarted worker forgot" if _lines(served_by_1) > before else "worker 0 forgot")
+            if _lines(served_by_1) > before:
+                break
+        else:
+            pytest.fail("the restarted worker 1 never answered")
+
+
 def test_the_transcript_is_the_longest_request_whichever_worker_recorded_it(cluster):
     """The calls of one attempt are recorded by whichever worker served them (calls/<id>@w<k>.jsonl): the transcript
     reads them all, in time order, and keeps the conversation of the longest request and the answer to it."""

@@ -15,7 +15,9 @@ on serving a revoked token. A new or restarted worker listens only once its snap
 requests that land on a worker are passed to the leader's control port. Usage is read from the ledger files
 (every worker fsyncs its own, ledger.py) after every worker has flushed the token's pending writes: exact
 across workers, and across a worker that was killed. DeepSeek's reasoning memory (shaping.py) is told to every
-worker before the answer that taught it ends, so the agent's next turn finds it wherever it lands.
+worker before the answer that taught it ends, so the agent's next turn finds it wherever it lands; the leader
+learns what it relays, so the snapshot carries, besides the registrations and relays, each active registration's
+remembered reasoning: a restarted worker (killed for a late acknowledgement, say) forgets none of it.
 """
 from __future__ import annotations
 
@@ -157,11 +159,17 @@ class Leader:
         index = int(request.query.get("index", "0"))
         ws = web.WebSocketResponse(heartbeat=None, max_msg_size=0)
         await ws.prepare(request)
-        # the snapshot and joining the broadcast list happen together: nothing registered in between is missed
-        regs = [[r.spec, r.active] for r in self.gateway.registry.registrations()]
+        # the snapshot and joining the broadcast list happen together: nothing registered or remembered in
+        # between is missed
+        registrations = self.gateway.registry.registrations()
+        regs = [[r.spec, r.active] for r in registrations]
+        # the reasoning memory (as "remember" teaches it, oldest first, capped per registration by Shaping.learn);
+        # a revoked token is refused everywhere, so its memory would serve no turn
+        memory = [[r.token, list(r.shaping.reasoning.items())] for r in registrations
+                  if r.active and r.shaping.reasoning]
         self.sockets[index] = ws
         relays = [[digest.hex(), engine] for digest, engine in self.gateway.relays.items()]
-        await ws.send_str(json.dumps({"op": "snapshot", "id": 0, "regs": regs, "relays": relays}))
+        await ws.send_str(json.dumps({"op": "snapshot", "id": 0, "regs": regs, "relays": relays, "memory": memory}))
         try:
             async for message in ws:
                 if message.type != aiohttp.WSMsgType.TEXT:
@@ -208,10 +216,7 @@ class Leader:
         if not self._authorized(request):
             return web.json_response({"error": "bad admin token"}, status=401)
         body = await request.json()
-        reg = self.gateway.registry.lookup(body["token"])
-        if reg is not None:
-            for key, text in body["entries"]:
-                reg.shaping.learn(key, text)
+        _learn(self.gateway.registry, body["token"], body["entries"])  # kept here too: a restart's snapshot carries it
         await self.broadcast({"op": "remember", "token": body["token"], "entries": body["entries"]},
                              skip=int(body.get("index", -1)))
         return web.json_response({"ok": True})
@@ -220,6 +225,13 @@ class Leader:
         """Reasoning this process remembered, told to every worker."""
         entries, reg.shaping.unshared[:] = list(reg.shaping.unshared), []
         await self.broadcast({"op": "remember", "token": reg.token, "entries": entries})
+
+
+def _learn(registry, token: str, entries) -> None:
+    """Reasoning another worker remembered, [[key, text], ...], learnt by this process's registration."""
+    reg = registry.lookup(token)
+    for key, text in (entries if reg is not None else []):
+        reg.shaping.learn(key, text)
 
 
 class Follower:
@@ -257,6 +269,8 @@ class Follower:
                         registry.adopt(spec, active)
                     for digest, engine in data.get("relays") or []:
                         self.gateway.relays[bytes.fromhex(digest)] = engine
+                    for token, entries in data.get("memory") or []:  # before it listens: no turn misses it
+                        _learn(registry, token, entries)
                     self.ready.set()
                 elif op == "relay":
                     self.gateway.relays[bytes.fromhex(data["digest"])] = data["engine"]
@@ -273,9 +287,7 @@ class Follower:
                     if reg is not None:
                         await registry.settled(reg)
                 elif op == "remember":
-                    reg = registry.lookup(data["token"])
-                    for key, text in (data["entries"] if reg is not None else []):
-                        reg.shaping.learn(key, text)
+                    _learn(registry, data["token"], data["entries"])
                 if op != "snapshot":
                     await ws.send_str(json.dumps({"ack": data["id"]}))
         except Exception:
