@@ -161,15 +161,9 @@ class Leader:
         await ws.prepare(request)
         # the snapshot and joining the broadcast list happen together: nothing registered or remembered in
         # between is missed
-        registrations = self.gateway.registry.registrations()
-        regs = [[r.spec, r.active] for r in registrations]
-        # the reasoning memory (as "remember" teaches it, oldest first, capped per registration by Shaping.learn);
-        # a revoked token is refused everywhere, so its memory would serve no turn
-        memory = [[r.token, list(r.shaping.reasoning.items())] for r in registrations
-                  if r.active and r.shaping.reasoning]
+        message = snapshot(self.gateway.registry, self.gateway.relays)
         self.sockets[index] = ws
-        relays = [[digest.hex(), engine] for digest, engine in self.gateway.relays.items()]
-        await ws.send_str(json.dumps({"op": "snapshot", "id": 0, "regs": regs, "relays": relays, "memory": memory}))
+        await ws.send_str(json.dumps(message))
         try:
             async for message in ws:
                 if message.type != aiohttp.WSMsgType.TEXT:
@@ -227,6 +221,28 @@ class Leader:
         await self.broadcast({"op": "remember", "token": reg.token, "entries": entries})
 
 
+def snapshot(registry, relays: dict) -> dict:
+    """What a new or restarted worker is told before it listens: every registration (a revoked one too, so it
+    stays revoked), the relays, and each active registration's remembered reasoning as "remember" teaches it
+    (oldest first, at most MAX_REMEMBERED: Shaping.learn's cap); a revoked token is refused everywhere, so its
+    memory would serve no turn."""
+    registrations = registry.registrations()
+    return {"op": "snapshot", "id": 0, "regs": [[r.spec, r.active] for r in registrations],
+            "relays": [[digest.hex(), engine] for digest, engine in relays.items()],
+            "memory": [[r.token, list(r.shaping.reasoning.items())] for r in registrations
+                       if r.active and r.shaping.reasoning]}
+
+
+def adopt_snapshot(registry, relays: dict, data: dict) -> None:
+    """A worker's registry and relays as the leader's snapshot says (snapshot())."""
+    for spec, active in data["regs"]:
+        registry.adopt(spec, active)
+    for digest, engine in data.get("relays") or []:
+        relays[bytes.fromhex(digest)] = engine
+    for token, entries in data.get("memory") or []:
+        _learn(registry, token, entries)
+
+
 def _learn(registry, token: str, entries) -> None:
     """Reasoning another worker remembered, [[key, text], ...], learnt by this process's registration."""
     reg = registry.lookup(token)
@@ -264,13 +280,8 @@ class Follower:
                     break
                 data = json.loads(message.data)
                 op = data["op"]
-                if op == "snapshot":
-                    for spec, active in data["regs"]:
-                        registry.adopt(spec, active)
-                    for digest, engine in data.get("relays") or []:
-                        self.gateway.relays[bytes.fromhex(digest)] = engine
-                    for token, entries in data.get("memory") or []:  # before it listens: no turn misses it
-                        _learn(registry, token, entries)
+                if op == "snapshot":  # applied before this worker listens: no turn finds it without
+                    adopt_snapshot(registry, self.gateway.relays, data)
                     self.ready.set()
                 elif op == "relay":
                     self.gateway.relays[bytes.fromhex(data["digest"])] = data["engine"]
