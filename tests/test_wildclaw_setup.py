@@ -54,6 +54,8 @@ def test_every_released_harness_stops_at_the_budget(name):
 
 
 def test_the_released_settings_of_each_harness_reach_its_config():
+    from pytest_clawswe.harness.adapter import get_harness_class
+
     claude, ctx = _adapter_with_wildclaw_defaults("claude-code")
     env = claude.env(ctx)
     assert env["DISABLE_PROMPT_CACHING"] == env["DISABLE_INTERLEAVED_THINKING"] == "1"
@@ -66,14 +68,16 @@ def test_the_released_settings_of_each_harness_reach_its_config():
     hermes, ctx = _adapter_with_wildclaw_defaults("hermes")
     argv = hermes.argv(ctx)
     assert argv[argv.index("--max-turns") + 1] == "90"  # the released bench runner's max_iterations
+    # released: AIAgent(reasoning_config=None) unless --thinking, i.e. the provider's default; hermes reads an empty
+    # agent.reasoning_effort so (Claw-SWE-Bench's config says high)
+    assert hermes.config(ctx)["agent"]["reasoning_effort"] == ""
+    assert get_harness_class("hermes")("m", {}).config(ctx)["agent"]["reasoning_effort"] == "high"
     openclaw, ctx = _adapter_with_wildclaw_defaults("openclaw")
     config = openclaw.config(ctx)
     assert config["tools"]["deny"] == [] and "image" in config["models"]["providers"]["clawswe"]["models"][0]["input"]
     assert config["agents"]["defaults"]["imageModel"] == config["agents"]["defaults"]["model"]
     assert "thinkingDefault" not in config["agents"]["defaults"]  # released: only with --thinking
     # Claw-SWE-Bench's defaults are untouched
-    from pytest_clawswe.harness.adapter import get_harness_class
-
     swe = get_harness_class("openclaw")("m", {})
     assert "image" in swe.tool_deny and swe.grace_s == 60.0
     assert "DISABLE_PROMPT_CACHING" not in get_harness_class("claude-code")("m", {}).env(ctx)

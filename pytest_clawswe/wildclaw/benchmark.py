@@ -245,7 +245,9 @@ class WildClawBench(Benchmark):
                     "claude-code": {"prompt_caching": "false", "interleaved_thinking": "false",
                                     "experimental_betas": "false"},
                     "codex": {"reasoning_summary": "none", "reasoning_summaries": "false", "hide_reasoning": "true"},
-                    "hermes": {"max_turns": "90"}}  # its bench runner's max_iterations
+                    # its bench runner's max_iterations, and no reasoning config unless --thinking (the provider's
+                    # default; an empty agent.reasoning_effort is that to hermes)
+                    "hermes": {"max_turns": "90", "reasoning_effort": ""}}
         return {**released[harness], "grace": "0"} if harness in released else {}
 
     def run_info(self) -> dict:
