@@ -89,13 +89,17 @@ class DeleteTestbedHarness(Harness):
 PROBE = r"""
 probe() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && echo reached || echo blocked; }
 host=${GATEWAY#http://}; host=${host%%/*}
-echo "gateway=$(probe ${host%:*} ${host#*:})"
-echo "host_service=$(probe ${host%:*} $HOST_PORT)"
-echo "mirror=$(probe deb.debian.org 80)"
-echo "pypi=$(probe pypi.org 443)"
-echo "github=$(probe github.com 443)"
-echo "ip=$(probe 1.1.1.1 53)"
-echo "dns=$(getent hosts github.com >/dev/null 2>&1 && echo resolved || echo blocked)"
+# the probes at once, each with its own time-out: a dropped one waits beside the others, not after them
+got=$(mktemp -d)
+probe ${host%:*} ${host#*:} > $got/gateway &
+probe ${host%:*} $HOST_PORT > $got/host_service &
+probe deb.debian.org 80 > $got/mirror &
+probe pypi.org 443 > $got/pypi &
+probe github.com 443 > $got/github &
+probe 1.1.1.1 53 > $got/ip &
+{ getent hosts github.com >/dev/null 2>&1 && echo resolved || echo blocked; } > $got/dns &
+wait
+for name in gateway host_service mirror pypi github ip dns; do echo "$name=$(cat $got/$name)"; done
 echo "gold_seen=$(grep -rlF -- "$GOLD_LINE" /testbed /tmp /root /home /opt /srv /var /etc /mnt 2>/dev/null | wc -l)"
 echo "test_name_seen=$(grep -rlF -- "$TEST_NAME" /testbed /tmp /root 2>/dev/null | wc -l)"
 echo "commits=$(git -C /testbed rev-list --all --reflog | wc -l) ancestors=$(git -C /testbed rev-list HEAD | wc -l)"
@@ -244,14 +248,20 @@ class RelayProbeHarness(Harness):
 NET_PROBE = r"""
 probe() { timeout 8 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && echo reached || echo blocked; }
 host=${GATEWAY#http://}; host=${host%%/*}
-echo "gateway=$(probe ${host%:*} ${host#*:})"
-echo "host_service=$(probe ${host%:*} $HOST_PORT)"
-echo "host_address=$(probe $HOST_ADDR $HOST_PORT)"
-echo "sibling=$(probe $SIBLING 8000)"
-echo "private_host=$(probe ${PRIVATE%:*} ${PRIVATE#*:})"
-echo "link_local_host=$(probe ${LINK_LOCAL%:*} ${LINK_LOCAL#*:})"
-if timeout 120 python3 -m pip download six --no-deps --no-cache-dir --retries 0 --timeout 15 -q -d /tmp/six \
-    >/tmp/pip.log 2>&1 && ls /tmp/six | grep -q '^six-'; then echo "internet=reached"; else echo "internet=blocked"; fi
+# the probes at once, each with its own time-out: a dropped one waits beside the others, not after them
+got=$(mktemp -d)
+probe ${host%:*} ${host#*:} > $got/gateway &
+probe ${host%:*} $HOST_PORT > $got/host_service &
+probe $HOST_ADDR $HOST_PORT > $got/host_address &
+probe $SIBLING 8000 > $got/sibling &
+probe ${PRIVATE%:*} ${PRIVATE#*:} > $got/private_host &
+probe ${LINK_LOCAL%:*} ${LINK_LOCAL#*:} > $got/link_local_host &
+{ if timeout 120 python3 -m pip download six --no-deps --no-cache-dir --retries 0 --timeout 15 -q -d /tmp/six \
+    >/tmp/pip.log 2>&1 && ls /tmp/six | grep -q '^six-'; then echo reached; else echo blocked; fi; } > $got/internet &
+wait
+for name in gateway host_service host_address sibling private_host link_local_host internet; do
+  echo "$name=$(cat $got/$name)"
+done
 echo "ipv6_off=$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1)"
 """
 
