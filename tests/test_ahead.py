@@ -112,11 +112,19 @@ def _three(demo_instances) -> list[str]:
     return [i.instance_id for i in demo_instances if i.language in quick]
 
 
+@pytest.fixture(scope="module")
+def first_run(demo_instances, demo_images, tmp_path_factory):
+    """One run of the three, shared: after it their prepared images exist (only those are started ahead), and it is
+    the run the resume test takes up (each test that resumes it, a copy)."""
+    proc, run_dir = _run(tmp_path_factory.mktemp("first"), _three(demo_instances))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return run_dir
+
+
 @pytest.mark.docker
 def test_each_later_item_takes_the_container_made_while_the_one_before_ended(docker_client, demo_instances,
-                                                                              demo_images, tmp_path):
+                                                                              first_run, tmp_path):
     ids = _three(demo_instances)
-    _run(tmp_path / "warm", ids)  # the prepared images exist (only those are started ahead)
     since = time.time()
     proc, run_dir = _run(tmp_path, ids)
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -134,10 +142,9 @@ def test_each_later_item_takes_the_container_made_while_the_one_before_ended(doc
 
 @pytest.mark.docker
 def test_nothing_is_made_ahead_for_an_item_resume_keeps_or_when_turned_off(docker_client, demo_instances,
-                                                                           demo_images, tmp_path):
+                                                                           first_run, tmp_path):
     first, kept, last = _three(demo_instances)
-    proc, run_dir = _run(tmp_path, [first, kept, last])
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    run_dir = shutil.copytree(first_run, tmp_path / "run")  # where _run below puts its run
     for iid in (first, last):  # the run is resumed with only the middle item final
         shutil.rmtree(run_dir / "instances" / iid)
     since = time.time()
