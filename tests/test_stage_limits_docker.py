@@ -32,14 +32,14 @@ def test_a_hung_setup_and_a_hung_grader_end_at_their_stages_limits_and_the_next_
     run_dir = tmp_path / "run"
     run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", str(SUITE),
                                         "--harness", "claude-code", "--model", "scripted/gold",
-                                        "--judge-model", "scripted", "--setup-timeout", "60", "--grade-timeout", "15",
+                                        "--judge-model", "scripted", "--setup-timeout", "30", "--grade-timeout", "15",
                                         "--run-dir", str(run_dir), timeout=1500)
     out = run.stdout.str()
     got = {p.parent.name: json.loads(p.read_text()) for p in run_dir.glob("tasks/*/result.json")}
     hung = got[HUNG_SETUP]
     # SetupTimeout, not the warmup's own TaskSetupError at 600 s nor the item's hard stop: stopped at the stage's limit
     assert hung["outcome"] == "error" and hung["error_type"] == "SetupTimeout", hung
-    assert hung["error_phase"] == "setup" and "within its limit of 60 s" in hung["error"]
+    assert hung["error_phase"] == "setup" and "within its limit of 30 s" in hung["error"]
     assert "--setup-timeout" in hung["error"]
     assert f"{HUNG_SETUP}: " in out and "[phase setup]" in out  # the terminal's error line
     assert got[PLAIN]["outcome"] == "passed", got[PLAIN]  # the next task ran
@@ -73,10 +73,10 @@ def test_a_claw_swe_bench_instance_whose_preparation_hangs_ends_at_the_setup_lim
         (pytester.path / "hanging.json").write_text(json.dumps(rows))
         run_dir = tmp_path / "run"
         run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", "oracle", "--dataset", "hanging.json",
-                                            "--setup-timeout", "90", "--run-dir", str(run_dir), timeout=1500)
+                                            "--setup-timeout", "45", "--run-dir", str(run_dir), timeout=1500)
         meta = json.loads((run_dir / "instances" / "clawswe__hanging-1" / "metadata.json").read_text())
         assert meta["outcome"] == "error" and meta["error_type"] == "SetupTimeout", meta
-        assert meta["error_phase"] == "prepare_image" and "within its limit of 90 s" in meta["error"]
+        assert meta["error_phase"] == "prepare_image" and "within its limit of 45 s" in meta["error"]
         assert "clawswe__hanging-1: " in run.stdout.str() and "[phase prepare_image]" in run.stdout.str()
         rows = {r["instance_id"]: r for r in csv.DictReader((run_dir / "results.csv").open(newline=""))}
         assert (rows["clawswe__hanging-1"]["error_phase"], rows[row["instance_id"]]["error_phase"]) == ("prepare_image", "")
