@@ -128,9 +128,9 @@ def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, m
     assert run.ret == 0, run.stdout.str()[-3000:]
     got = results(run_dir)
     budget = got.pop("01_Productivity_Flow_task_8_budget")
-    # cut at timeout_seconds (45 s), every process killed, graded on what it wrote before
+    # cut at timeout_seconds (30 s), every process killed, graded on what it wrote before
     assert budget["finish_reason"] == "timeout" and budget["overall_score"] == 1.0, budget
-    assert 45 <= budget["timings"]["agent"] < 100
+    assert 30 <= budget["timings"]["agent"] < 85
     lines = (run_dir / "tasks" / budget["task_id"] / "snapshot" / "tmp_workspace" / "results" / "background.txt")
     assert lines.is_file()  # the background loop ran, and stopped with the agent: its file was copied out
     (r,) = got.values()
