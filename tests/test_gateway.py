@@ -145,6 +145,8 @@ class StubHandler(BaseHTTPRequestHandler):
         if body["model"] == "echo-key":  # a provider error that repeats the credential it got
             credential = self.headers.get("Authorization") or self.headers.get("x-api-key")
             return self._send(401, "application/json", json.dumps({"error": {"message": f"bad key {credential}"}}))
+        if body["model"] == "held":  # a provider slow to answer: held until the test lets it go
+            self.server.release.wait(60)
         if not body.get("stream"):
             return self._send(200, "application/json", json.dumps(stub_json(self.path, body)))
         events = stub_stream(self.path, body)
@@ -179,6 +181,7 @@ def stub():
     server = ThreadingHTTPServer(("127.0.0.1", 0), StubHandler)
     server.daemon_threads = True
     server.seen, server.sent, server.broken = [], [], []
+    server.release = threading.Event()
     server.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
@@ -592,6 +595,32 @@ def test_a_client_gone_before_the_stream_starts_is_its_own_disconnect_not_an_unr
     (record,) = records_once_written(gateway, token)
     assert (record["status"], record["error"]) == (499, "client disconnected"), record
     assert gateway.client().usage(token).requests == 1  # the model answered: a turn
+
+
+def test_a_usage_read_does_not_wait_out_a_call_whose_client_is_gone(gateway, stub):
+    """An agent stopped (or a grader killed) while its provider is still answering a plain call: the usage read that
+    follows waited SETTLE_S for that call, twice per item (usage, then the records). A call whose client is gone is
+    waited for a moment only (a stream to a gone client ends at once; a plain call may take the provider minutes)."""
+    from pytest_clawswe.gateway.control.admin_api import GatewayClient
+    from pytest_clawswe.gateway.service.tokens import SETTLE_S
+
+    token = register(gateway, "fwd__held", "stub/held")
+    stub.release.clear()
+    conn = http.client.HTTPConnection(gateway.url.split("//")[1], timeout=30)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": []}),
+                 {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    while not [s for s in stub.seen if s["body"]["model"] == "held"]:  # the provider has it
+        time.sleep(0.05)
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    try:
+        admin = gateway.client()
+        quick = GatewayClient(admin.url, admin.admin_token, timeout=SETTLE_S / 2)
+        assert quick.usage(token).requests == 0 and quick.requests(token) == []  # not answered yet
+    finally:
+        stub.release.set()
+    (record,) = records_once_written(gateway, token)  # the provider's answer still counts, once it came
+    assert record["status"] == 200 and record["input_tokens"] > 0 and gateway.client().usage(token).requests == 1, record
 
 
 def test_concurrent_instances_are_counted_apart(gateway):

@@ -147,7 +147,7 @@ class Gateway(CallerAuth, Forwarding, AnswerPassing, AdminRoutes):
             return parsed
         raw, body = parsed
         result = None  # (response, status, usage, error); the 500 is built only when needed
-        answered = self.registry.answering(reg)
+        answered = self.registry.answering(reg, request)
         try:
             if reg.ceiling and cost_ceiling.reached(await self.registry.records(reg), reg.ceiling):
                 request["clawswe_failure"] = failures.Failure(failures.COST_LIMIT, cost_ceiling.refusal(reg.ceiling))

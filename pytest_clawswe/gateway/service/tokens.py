@@ -36,7 +36,8 @@ class Registration:
     active: bool = True
     usage: Usage = field(default_factory=Usage)  # the records themselves are on disk only
     pending: set = field(default_factory=set)  # ledger writes under way
-    answering: set = field(default_factory=set)  # requests being answered (their records not yet queued)
+    answering: dict = field(default_factory=dict)  # requests being answered (their records not yet queued): their
+    # futures, each with its web request (whose client may be gone)
     spec: dict = field(default_factory=dict)  # what registered it: how the other worker processes build it
     ceiling: dict | None = None  # {"usd": limit, "prices": USD per token (USAGE_FIELDS order)}: --max-instance-cost
 
@@ -158,20 +159,25 @@ class TokenRegistry:
         await asyncio.shield(self.record_nowait(reg, record))
 
     @staticmethod
-    def answering(reg: Registration) -> asyncio.Future:
-        """A request of `reg` is being answered: its record is not written yet, so a read of the usage waits
-        for it (the harness may have seen the answer's last byte, and been stopped, before the record)."""
+    def answering(reg: Registration, request=None) -> asyncio.Future:
+        """A request of `reg` (the web request `request`) is being answered: its record is not written yet, so a
+        read of the usage waits for it (the harness may have seen the answer's last byte, and been stopped, before
+        the record)."""
         done = asyncio.get_running_loop().create_future()
-        reg.answering.add(done)
-        done.add_done_callback(reg.answering.discard)
+        reg.answering[done] = request
+        done.add_done_callback(lambda f: reg.answering.pop(f, None))
         return done
 
     @staticmethod
     async def settled(reg: Registration) -> None:
-        """Wait for the requests under way and their ledger writes (bounded: a request whose client is gone
-        ends within moments; one still streaming to a live agent is not waited for past SETTLE_S)."""
+        """Wait for the requests under way and their ledger writes, bounded: one whose client is gone (the agent
+        was stopped) for GONE_S (a stream to it ends at once, but a plain call waits on its provider, maybe for
+        minutes, and is recorded when it answers), one still streaming to a live agent for SETTLE_S."""
         if reg.answering:
-            await asyncio.wait(list(reg.answering), timeout=SETTLE_S)
+            _, waiting = await asyncio.wait(list(reg.answering), timeout=GONE_S)
+            live = [f for f in waiting if not _client_gone(reg.answering.get(f))]
+            if live:
+                await asyncio.wait(live, timeout=SETTLE_S - GONE_S)
         if reg.pending:
             await asyncio.gather(*list(reg.pending), return_exceptions=True)
 
@@ -187,6 +193,13 @@ class TokenRegistry:
 
 
 SETTLE_S = 10.0
+GONE_S = 1.0
+
+
+def _client_gone(request) -> bool:
+    """Whether the harness that sent `request` hung up (aiohttp goes on with a handler whose client left)."""
+    transport = getattr(request, "transport", None) if request is not None else None
+    return request is not None and (transport is None or transport.is_closing())
 
 
 def _report(commit: asyncio.Future) -> None:
