@@ -41,3 +41,14 @@ def test_a_snapshot_carries_the_reasoning_memory_of_active_registrations(tmp_pat
     finally:
         leader.close()
         worker.close()
+
+
+def test_a_worker_settling_a_flush_is_not_killed_for_it():
+    """A "flush" is acknowledged once the worker's requests of the token settled, which may take SETTLE_S (a stream
+    to a live agent); the leader killed a worker that took ACK_TIMEOUT (the same 10 s) to acknowledge, and every
+    turn that then landed on its restart lost what only it knew. Every other op is acknowledged at once."""
+    from pytest_clawswe.gateway.service.leader import ACK_TIMEOUT, ack_timeout
+    from pytest_clawswe.gateway.service.tokens import GONE_S, SETTLE_S
+
+    assert ack_timeout("flush") >= SETTLE_S + GONE_S + ACK_TIMEOUT / 2
+    assert ack_timeout("revoke") == ack_timeout("add") == ACK_TIMEOUT  # a revoked token is never served long

@@ -10,8 +10,8 @@ keeps a websocket open to the leader's control port (127.0.0.1 only, the admin s
   worker -> leader   {"ack": n}
 
 A token registered or revoked is acknowledged by every worker before the admin call returns; a worker that
-does not acknowledge within ACK_TIMEOUT is killed (it is restarted with a fresh snapshot), so it can never go
-on serving a revoked token. A new or restarted worker listens only once its snapshot is applied. Admin
+does not acknowledge within ACK_TIMEOUT (a "flush": plus SETTLE_S, its settling) is killed (it is restarted with
+a fresh snapshot), so it can never go on serving a revoked token. A new or restarted worker listens only once its snapshot is applied. Admin
 requests that land on a worker are passed to the leader's control port. Usage is read from the ledger files
 (every worker fsyncs its own, ledger.py) after every worker has flushed the token's pending writes: exact
 across workers, and across a worker that was killed. DeepSeek's reasoning memory (shaping.py) is told to every
@@ -36,9 +36,17 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
+from pytest_clawswe.gateway.service.tokens import SETTLE_S
+
 log = logging.getLogger("clawswe.gateway")
 
 ACK_TIMEOUT = 10.0
+
+
+def ack_timeout(op: str) -> float:
+    """How long a worker has to acknowledge `op`: ACK_TIMEOUT, and for a "flush" also what settling the token's
+    requests may take (tokens.settled: SETTLE_S at most), as a busy worker is not a hung one."""
+    return ACK_TIMEOUT + (SETTLE_S if op == "flush" else 0.0)
 RESTART_DELAY = 0.5
 
 
@@ -199,7 +207,7 @@ class Leader:
                 future.set_result(None)  # it is going away; its restart gets a snapshot
         for index, future in futures:
             try:
-                await asyncio.wait_for(asyncio.shield(future), ACK_TIMEOUT)
+                await asyncio.wait_for(asyncio.shield(future), ack_timeout(message.get("op", "")))
             except asyncio.TimeoutError:
                 process = self.processes.get(index)
                 log.error("gateway worker %d did not acknowledge %s; killing it", index, message.get("op"))
