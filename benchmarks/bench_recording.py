@@ -271,6 +271,14 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
+def paired(rows: list[dict], stream: bool, code: str, key: str) -> list[float]:
+    """On against off of `code` on the zero-delay stub, round by round (on/off - 1): the two ran minutes apart at
+    most, so the machine's other load, which moves each figure by more than recording does, mostly cancels."""
+    mine = [r for r in rows if r["stub"] == "zero" and r["stream"] == stream]
+    off = {r["round"]: r[key] for r in mine if r["target"] == f"{code}-off"}
+    return [r[key] / off[r["round"]] - 1 for r in mine if r["target"] == f"{code}-on" and off.get(r["round"])]
+
+
 def _median(values: list[float]) -> float:
     return round(statistics.median(values), 3) if values else 0.0
 
@@ -315,10 +323,15 @@ def write_markdown(result: dict, path: Path) -> None:
                     continue
                 mode = "streamed" if stream else "plain"
                 if stub_kind == "zero":
+                    rates = paired(result["rows"], stream, code, "req_per_s")
+                    cpus = paired(result["rows"], stream, code, "proxy_cpu_ms_per_req")
                     lines.append(f"- ceiling, {mode}, {code}: {off['req_per_s']:.0f} -> {on['req_per_s']:.0f} req/s "
                                  f"({(on['req_per_s'] / off['req_per_s'] - 1) * 100:+.0f}%), "
                                  f"{off['cpu_ms_per_req']:.3f} -> {on['cpu_ms_per_req']:.3f} ms CPU/req "
-                                 f"({(on['cpu_ms_per_req'] / off['cpu_ms_per_req'] - 1) * 100:+.0f}%)")
+                                 f"({(on['cpu_ms_per_req'] / off['cpu_ms_per_req'] - 1) * 100:+.0f}%); paired "
+                                 f"(on against off in the same round, median of the rounds): req/s "
+                                 f"{statistics.median(rates):+.1%}, CPU/req {statistics.median(cpus):+.1%} "
+                                 f"(each round's req/s: {', '.join(f'{x:+.0%}' for x in rates)})")
                 else:
                     lines.append(f"- {s['concurrency']} realistic, {mode}, {code}: added p50 "
                                  f"{off['added_p50_ms']:+.2f} ms off, {on['added_p50_ms']:+.2f} ms on")
