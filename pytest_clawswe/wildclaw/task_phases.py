@@ -112,8 +112,9 @@ class TaskPhases:
     def _prompt(self, s: TaskRun) -> None:
         self._ensure_harness()
         s.prompt = s.task.full_prompt(s.deadline.agent_s)
-        if self.harness.inline_skills and self.options.skills:
-            s.prompt = container.inline_skills(s.task, s.suite, s.prompt, self.harness.skill_dirs[0])
+        if self.harness.inline_skills:  # Codex's prompt has its released sections, skills or not
+            s.prompt = container.inline_skills(s.task, s.suite, s.prompt, self.harness.skill_dirs[0],
+                                               skills=self.options.skills)
         (s.work / "prompt.txt").write_text(s.prompt)
 
     def _tokens(self, s: TaskRun) -> None:
