@@ -18,6 +18,7 @@ from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.errors import ItemError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, get_harness_class
 from pytest_clawswe.run.item.agent import run_agent
+from pytest_clawswe.wildclaw.task import image_helper as images
 from pytest_clawswe.wildclaw.task.file import Task
 
 WORKDIR = "/tmp_workspace"
@@ -79,9 +80,10 @@ SKILLS_INTRO = ("These notes describe files, mock services and workflows this co
                 "follow them where they apply.")
 
 
-def inline_skills(task: Task, suite: Path, prompt: str, root: str, skills: bool = True) -> str:
+def inline_skills(task: Task, suite: Path, prompt: str, root: str, skills: bool = True,
+                  image_helper: bool = False) -> str:
     """The prompt of a harness that reads skills from its prompt (Harness.inline_skills: Codex), as the released
-    Codex runner builds it: when the task has skills, one `## Local Skill References` section holding a
+    Codex runner builds it: the `## Image Helper` section when `image_helper`; when the task has skills, one `## Local Skill References` section holding a
     `### Skill: <line>` subsection per skill's SKILL.md (`{baseDir}` made the skill's folder in the container, under
     `root`), then always a `## Task` section holding the prompt; sections apart by a blank line, the whole
     stripped and ending in one newline. `skills` False (--no-skills): no skill section."""
@@ -92,7 +94,7 @@ def inline_skills(task: Task, suite: Path, prompt: str, root: str, skills: bool 
         if doc.is_file():
             text = doc.read_text(errors="replace").replace("{baseDir}", f"{root}/{PurePosixPath(rel).name}")
             subsections.append(f"### Skill: {line}\n\n{text.strip()}")
-    sections = []
+    sections = [images.SECTION] if image_helper else []
     if subsections:
         sections.append("\n\n".join(["## Local Skill References\n\n" + SKILLS_INTRO, *subsections]))
     sections.append("## Task\n\n" + prompt.strip())
