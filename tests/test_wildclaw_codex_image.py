@@ -4,6 +4,7 @@ and the scripted vision answering it on the task's tools token. One demo task wh
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -46,6 +47,7 @@ def test_codex_gets_the_image_helper_and_its_calls_reach_the_vision_model(pytest
     # the helper was in the container, executable, and answered from the vision model through the gateway
     kept = folder / "snapshot" / "tmp_workspace"
     assert 'DEFAULT_MODEL = "scripted/gold"\n' in (kept / image_helper.NAME).read_text()
+    assert os.access(kept / image_helper.NAME, os.X_OK)
     look = json.loads((kept / "results" / "look.json").read_text())
     assert look["ok"] is True and look["content"] == SEEN, look
     assert look["image_path"] == "/tmp_workspace/results/timetable.png" and "/elsewhere" in look["warning"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+import time
 from pathlib import Path
 
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
@@ -65,7 +66,7 @@ def install(ws: Workspace, workdir: str, model: str) -> None:
     """The helper at `workdir`/.wildclaw_image.py, executable (before the agent starts)."""
     data = script(model).encode()
     info = tarfile.TarInfo(NAME)
-    info.size, info.mode = len(data), 0o755
+    info.size, info.mode, info.mtime = len(data), 0o755, int(time.time())
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.addfile(info, io.BytesIO(data))
