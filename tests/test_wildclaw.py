@@ -646,9 +646,9 @@ def test_codex_gets_the_skills_before_the_task_with_base_dir_resolved(tmp_path):
     task = parse_task(write(tmp_path, task_text() + "## Skills\n\n```\noffice/docx\n```\n"))
     prompt = codex_prompt(task, tmp_path, task.full_prompt())
     skill, rest = prompt.split("## Task\n\n")
-    assert "## Skill: office/docx\n\nRun /root/.codex/skills/docx/convert.py on the file." in skill
+    assert "### Skill: office/docx\n\nRun /root/.codex/skills/docx/convert.py on the file." in skill
     assert rest == task.full_prompt() + "\n"
-    assert codex_prompt(parse_task(write(tmp_path, task_text(), "01_P/t2.md")), tmp_path, "x") == "x"
+    assert codex_prompt(parse_task(write(tmp_path, task_text(), "01_P/t2.md")), tmp_path, "x") == "## Task\n\nx\n"
 
 
 def test_usage_json_has_the_released_fields():

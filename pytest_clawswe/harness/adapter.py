@@ -156,6 +156,8 @@ class Harness:
     # it reads them from the prompt instead (Codex, as released: each SKILL.md inlined before the task)
     skill_dirs: tuple[str, ...] = ("/root/skills",)
     inline_skills = False
+    # whether a benchmark that has one gives it an image helper script, named in its prompt (WildClawBench's Codex)
+    image_helper = False
     prompt_template = "default.txt"  # which of a benchmark's prompt templates this harness gets (swe/instance/prompt.py)
     # Files or folders the harness writes into /testbed that are not part of the solution; saved into
     # the artifacts and removed before the patch is collected (only when git does not track them).

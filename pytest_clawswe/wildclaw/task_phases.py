@@ -22,7 +22,7 @@ from pytest_clawswe.model import VISION, Model
 from pytest_clawswe.run.item.phases import AGENT, ALWAYS, NEVER, SETUP, VERIFY, Phase, staged
 from pytest_clawswe.run.spending import ledger_name
 from pytest_clawswe.wildclaw.grading import fixtures, grader, transcript
-from pytest_clawswe.wildclaw.task import container
+from pytest_clawswe.wildclaw.task import container, image_helper
 from pytest_clawswe.wildclaw.results import TaskResult
 from pytest_clawswe.wildclaw.services import plan as services
 from pytest_clawswe.wildclaw.task.file import Task, suite_root
@@ -43,6 +43,7 @@ class TaskRun:
     task_image: str = ""
     grader_image: str = ""
     prompt: str = ""
+    image_helper: bool = False  # the harness's image helper goes into the container (and its prompt section)
     tokens: dict[str, str] = field(default_factory=dict)
     plan: Any = None  # its services' plan
     ws_args: dict = field(default_factory=dict)
@@ -112,8 +113,10 @@ class TaskPhases:
     def _prompt(self, s: TaskRun) -> None:
         self._ensure_harness()
         s.prompt = s.task.full_prompt(s.deadline.agent_s)
-        if self.harness.inline_skills and self.options.skills:
-            s.prompt = container.inline_skills(s.task, s.suite, s.prompt, self.harness.skill_dirs[0])
+        s.image_helper = self.harness.image_helper and image_helper.wanted(s.prompt, s.ws_dir / "exec")
+        if self.harness.inline_skills:  # Codex's prompt has its released sections, skills or not
+            s.prompt = container.inline_skills(s.task, s.suite, s.prompt, self.harness.skill_dirs[0],
+                                               skills=self.options.skills, image_helper=s.image_helper)
         (s.work / "prompt.txt").write_text(s.prompt)
 
     def _tokens(self, s: TaskRun) -> None:
@@ -138,8 +141,10 @@ class TaskPhases:
     def _plan(self, s: TaskRun) -> None:
         cfg, task = self.config, s.task
         docker_args = self.harness.get_docker_args(task.id)
+        # as released, a harness with the image helper (Codex) has OPENROUTER_* whatever the task's Env says
+        always = image_helper.ENV if self.harness.image_helper else ()
         docker_args["environment"] = {**docker_args.get("environment", {}),
-                                      **self._task_env(task, s.tokens.get("tools", ""))}
+                                      **self._task_env(task, s.tokens.get("tools", ""), always)}
         s.plan = services.plan(task, s.ws_dir)  # before any container: a wrong config is one sentence
         s.result.warmup_moved = s.plan.moved
         # warmup lines may reach package registries: on a locked run they run on the open bridge, the agent never
@@ -170,6 +175,8 @@ class TaskPhases:
         if self.gateway is not None:
             s.ctx.gateway_url, s.ctx.gateway_token = self.gateway.url, s.tokens["agent"]
         container.run_warmup(ws, task, s.plan.warmup)
+        if s.image_helper:  # as released: after the warmup, before the agent
+            image_helper.install(ws, container.WORKDIR, cfg.model.spec)
         if first_network != cfg.network:
             container.lock_network(self.client, ws, cfg.network)
 

@@ -117,13 +117,14 @@ class TaskRunner(TaskPhases, ItemRunner):
         result.overall_score = score
         result.outcome = PASSED if result.overall_score >= self.options.pass_score else FAILED
 
-    def _task_env(self, task: Task, tools_token: str) -> dict[str, str]:
+    def _task_env(self, task: Task, tools_token: str, always: tuple[str, ...] = ()) -> dict[str, str]:
+        """The container's variables: the task's Env lines, and the names in `always` as if Env listed them."""
         import os
 
         from pytest_clawswe.harness.gateway_urls import openai_base_url
 
         env = {}
-        for line in task.env:
+        for line in (*always, *task.env):
             name, sep, value = line.partition("=")
             name = name.strip()
             if name == "OPENROUTER_API_KEY":

@@ -54,6 +54,7 @@ class CodexHarness(BundledHarness):
     name = "codex"
     skill_dirs = ("/root/.codex/skills", f"{STATE_ROOT}/codex/skills")
     inline_skills = True
+    image_helper = True
     bundle_name = "codex"
     Options = CodexOptions
 

@@ -18,6 +18,7 @@ from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.errors import ItemError
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, get_harness_class
 from pytest_clawswe.run.item.agent import run_agent
+from pytest_clawswe.wildclaw.task import image_helper as images
 from pytest_clawswe.wildclaw.task.file import Task
 
 WORKDIR = "/tmp_workspace"
@@ -74,21 +75,30 @@ def copy_skills(ws: Workspace, task: Task, suite: Path, harness_name: str) -> li
     return [dest for _, dest in targets]
 
 
-def inline_skills(task: Task, suite: Path, prompt: str, root: str) -> str:
-    """The prompt of a harness that reads skills from its prompt (Harness.inline_skills: Codex, as released):
-    one `## Skill: <line>` section per skill's SKILL.md, with `{baseDir}` made the skill's folder in the
-    container (under `root`), before a `## Task` section holding the prompt."""
-    parts = []
-    for line in task.skills:
+# our words for what the released runner's intro says (its prose is not copied: docs/fidelity.md)
+SKILLS_INTRO = ("These notes describe files, mock services and workflows this container provides for the task; "
+                "follow them where they apply.")
+
+
+def inline_skills(task: Task, suite: Path, prompt: str, root: str, skills: bool = True,
+                  image_helper: bool = False) -> str:
+    """The prompt of a harness that reads skills from its prompt (Harness.inline_skills: Codex), as the released
+    Codex runner builds it: the `## Image Helper` section when `image_helper`; when the task has skills, one `## Local Skill References` section holding a
+    `### Skill: <line>` subsection per skill's SKILL.md (`{baseDir}` made the skill's folder in the container, under
+    `root`), then always a `## Task` section holding the prompt; sections apart by a blank line, the whole
+    stripped and ending in one newline. `skills` False (--no-skills): no skill section."""
+    subsections = []
+    for line in task.skills if skills else []:
         rel = line.replace("\\", "/").strip("/")
         doc = suite / "skills" / rel / "SKILL.md"
         if doc.is_file():
             text = doc.read_text(errors="replace").replace("{baseDir}", f"{root}/{PurePosixPath(rel).name}")
-            parts.append(f"## Skill: {line}\n\n{text.strip()}")
-    if not parts:
-        return prompt
-    intro = "Skills available in this environment (their folders are under " + root + "):"  # wording ours
-    return "\n\n".join([intro, *parts, "## Task\n\n" + prompt.strip()]) + "\n"
+            subsections.append(f"### Skill: {line}\n\n{text.strip()}")
+    sections = [images.SECTION] if image_helper else []
+    if subsections:
+        sections.append("\n\n".join(["## Local Skill References\n\n" + SKILLS_INTRO, *subsections]))
+    sections.append("## Task\n\n" + prompt.strip())
+    return "\n\n".join(sections).strip() + "\n"
 
 
 def run_warmup(ws: Workspace, task: Task, lines: list[str] | None = None) -> None:
