@@ -6,13 +6,10 @@ models reject with a fatal error). In our runs its OPENROUTER_* variables are th
 token, so the gateway answers it (scripted runs: the task's vision fixtures)."""
 from __future__ import annotations
 
-import io
 import json
-import tarfile
-import time
 from pathlib import Path
 
-from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
+from pytest_clawswe.engine.workspace import BaseWorkspace
 
 SCRIPT = Path(__file__).with_name("wildclaw_image.py")
 NAME = ".wildclaw_image.py"
@@ -62,12 +59,6 @@ def script(model: str) -> str:
     return text.replace(_DEFAULT_LINE, f"DEFAULT_MODEL = {json.dumps(bare)}\n", 1)
 
 
-def install(ws: Workspace, workdir: str, model: str) -> None:
+def install(ws: BaseWorkspace, workdir: str, model: str) -> None:
     """The helper at `workdir`/.wildclaw_image.py, executable (before the agent starts)."""
-    data = script(model).encode()
-    info = tarfile.TarInfo(NAME)
-    info.size, info.mode, info.mtime = len(data), 0o755, int(time.time())
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.addfile(info, io.BytesIO(data))
-    ws.put_archive(workdir, buf.getvalue())
+    ws.write_file(f"{workdir}/{NAME}", script(model), mode=0o755)
