@@ -28,7 +28,7 @@ from pytest_clawswe.gateway.service.answers import CLIENT_GONE, AnswerPassing
 from pytest_clawswe.gateway.service.auth import CallerAuth
 from pytest_clawswe.gateway.service.forward import Forwarding, _upstream_headers, _with_usage_requested
 from pytest_clawswe.gateway.service.replies import _error, _json, _kind, _refuse, log
-from pytest_clawswe.gateway.service.tokens import TokenRegistry
+from pytest_clawswe.gateway.service.tokens import TokenRegistry, client_gone
 from pytest_clawswe.gateway.upstream import failures, redact
 from pytest_clawswe.gateway.upstream.providers import Upstream
 
@@ -213,7 +213,7 @@ class Gateway(CallerAuth, Forwarding, AnswerPassing, AdminRoutes):
         passed. aiohttp does not cancel a handler when its client goes away, so the transport is watched."""
         deadline = time.monotonic() + HANG_LIMIT_S
         while time.monotonic() < deadline:
-            if request.transport is None or request.transport.is_closing():
+            if client_gone(request):
                 return web.Response(status=CLIENT_GONE), CLIENT_GONE, None, "client closed the request"
             await asyncio.sleep(0.2)
         return _error(protocol, 504, "scripted/hang never answers.", "timeout"), 504, None, "hang"

@@ -159,7 +159,7 @@ class TokenRegistry:
         await asyncio.shield(self.record_nowait(reg, record))
 
     @staticmethod
-    def answering(reg: Registration, request=None) -> asyncio.Future:
+    def answering(reg: Registration, request) -> asyncio.Future:
         """A request of `reg` (the web request `request`) is being answered: its record is not written yet, so a
         read of the usage waits for it (the harness may have seen the answer's last byte, and been stopped, before
         the record)."""
@@ -175,7 +175,7 @@ class TokenRegistry:
         minutes, and is recorded when it answers), one still streaming to a live agent for SETTLE_S."""
         if reg.answering:
             _, waiting = await asyncio.wait(list(reg.answering), timeout=GONE_S)
-            live = [f for f in waiting if not _client_gone(reg.answering.get(f))]
+            live = [f for f in waiting if not client_gone(reg.answering[f])]
             if live:
                 await asyncio.wait(live, timeout=SETTLE_S - GONE_S)
         if reg.pending:
@@ -196,10 +196,11 @@ SETTLE_S = 10.0
 GONE_S = 1.0
 
 
-def _client_gone(request) -> bool:
-    """Whether the harness that sent `request` hung up (aiohttp goes on with a handler whose client left)."""
-    transport = getattr(request, "transport", None) if request is not None else None
-    return request is not None and (transport is None or transport.is_closing())
+def client_gone(request) -> bool:
+    """Whether the harness that sent the web request `request` hung up (aiohttp goes on with a handler whose
+    client left)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _report(commit: asyncio.Future) -> None:
