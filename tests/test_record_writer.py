@@ -70,6 +70,103 @@ def test_a_secret_in_any_form_is_scrubbed_with_or_without_a_probe_hit(tmp_path):
     assert escaped not in text and text.count("[redacted]") == 4 and "nothing secret here" in text
 
 
+def _conversation(turns: int, planted: dict[int, str], seed: int = 0) -> list[bytes]:
+    """An agent's requests, each the last one plus an answer and a tool's output (as real requests grow: 20 KB of
+    system prompt, 2 KB a turn); `planted` puts a text at the end of that turn's tool output."""
+    import random
+
+    rng = random.Random(seed)
+    messages = [{"role": "system", "content": "You are a coding agent. " * 800}]
+    bodies = []
+    for turn in range(turns):
+        output = "".join(rng.choice("abcdefghij \n") for _ in range(2000))
+        messages += [{"role": "assistant", "content": f"step {turn}"},
+                     {"role": "user", "content": output + planted.get(turn, "")}]
+        bodies.append(json.dumps({"model": "m", "messages": messages, "tools": [{"name": "exec"}]}).encode())
+    return bodies
+
+
+def _write(tmp_path: Path, name: str, token: str, bodies: list[bytes], key: str, remember: bool = True) -> bytes:
+    writer = record_writer.Writer(tmp_path / name, 0, 1 << 30, [key])
+    if not remember:
+        writer.conversations = record_writer.Conversations(0)
+    for n, body in enumerate(bodies):
+        writer.call(_head("conv", token, n), body, ANSWER)
+    writer.close()
+    return (tmp_path / name / "calls" / "conv.jsonl").read_bytes()
+
+
+def test_a_conversation_is_scrubbed_as_if_each_request_were_read_whole(tmp_path):
+    """The part of a request its conversation's previous one showed clean is not probed again (12 probes of a 40 KB
+    request cost ~150 us: the writer fell behind on real conversations). What the writer writes must not change:
+    secrets in every form, in a new message, in the last bytes of the part already seen (a form that only the new
+    bytes complete) and right after it, and a new attempt's token in the part its old token showed clean."""
+    token, key = "clawswe-0123456789abcdefghijklmnop", "sk-or-v1-abcdefabcdefabcdef0123456789"
+    escaped = "".join(f"\\u{ord(c):04x}" for c in token)
+    import base64
+
+    planted = {3: token, 5: key.upper(), 7: "Basic " + base64.b64encode(f"user:{key}".encode()).decode(),
+               9: escaped}
+    bodies = _conversation(11, planted)
+    # then a request that repeats the last one up to the middle of the token (a tool's output that went on)
+    cut = _conversation(1, {0: token[:20]})[0][:-len(b'"}], "tools": [{"name": "exec"}]}')]
+    bodies += [cut + b'"}]}', cut + token[20:].encode() + b' and more"}]}', cut + token[20:].encode() + b'"}]}']
+    with_memory = _write(tmp_path, "memory", token, bodies, key)
+    whole = _write(tmp_path, "whole", token, bodies, key, remember=False)
+    assert with_memory == whole
+    text = with_memory.decode()
+    assert token not in text and key.lower() not in text.lower() and escaped not in text
+    lines = [json.loads(line) for line in with_memory.splitlines()]
+    assert ["[redacted]" in json.dumps(line["request"]) for line in lines] == [False] * 3 + [True] * 8 + \
+        [False, True, True]
+    # a new attempt: its token was in the part the old one showed clean
+    new_token = "clawswe-a-new-attempts-token-0123456789"
+    again = _conversation(3, {0: new_token})
+    writer = record_writer.Writer(tmp_path / "attempts", 0, 1 << 30, [])
+    writer.call(_head("conv", token, 0), again[1], ANSWER)  # clean for the old token
+    writer.call(_head("conv", new_token, 1), again[2], ANSWER)
+    writer.close()
+    first, second = (tmp_path / "attempts" / "calls" / "conv.jsonl").read_text().splitlines()
+    assert new_token in first and new_token not in second  # (not a secret of the first attempt's call)
+
+
+@pytest.mark.parametrize("form", ["plain", "half-escaped"])
+def test_a_form_that_begins_in_the_clean_span_and_ends_past_it_is_scrubbed(form):
+    """The Scrubber's clean span ends inside a form: what reaches past it is looked at as far back as a form can
+    reach (an exact form: its length; one written with escapes: six bytes a character)."""
+    token = "clawswe-0123456789abcdefghijklmnop"
+    half = len(token) // 2
+    head = token[:half] if form == "plain" else "".join(f"\\u{ord(c):04x}" for c in token[:half])
+    line = b'{"request":{"content":"' + b"x" * 5000 + head.encode() + token[half:].encode() + b' done"}}'
+    clean_end = line.index(token[half:].encode())  # everything before the form's second half was seen clean
+    scrubbed = record_writer.Scrubber().scrub(line, [token], (12, clean_end))
+    assert b"[redacted] done" in scrubbed and token[half:].encode() not in scrubbed
+    json.loads(scrubbed)
+
+
+def test_a_conversations_next_request_is_probed_only_past_what_it_repeats(tmp_path):
+    """The measure of the work: what the probes look at is the new turn (and the few bytes a form could reach back),
+    not the conversation; a line a secret was found in is not remembered; short requests are not remembered."""
+    writer = record_writer.Writer(tmp_path, 0, 1 << 30, [])
+    probed = []
+    token = "clawswe-token-of-the-conversation-0123"
+    bodies = _conversation(4, {2: token})
+    for n, body in enumerate(bodies):
+        writer.call(_head("conv", token, n), body, ANSWER)
+        probed.append(writer.scrubber.probed - sum(probed))
+    writer.call(_head("short", token, 9), b'{"messages":[]}', ANSWER)
+    probed.append(writer.scrubber.probed - sum(probed))
+    writer.close()
+    first, second, with_secret, after_secret, short = probed
+    assert first > 20_000 and second < 3_500 and with_secret < 3_500  # the new turn is ~2 KB
+    assert after_secret > 20_000  # the line with the secret in it was not remembered: the next is probed whole
+    assert record_writer.Conversations(1 << 20).clean_prefix("x", (), b"{}") == 0
+    assert [record_writer.shared_start(a, b) for a, b in [(b"abc", b"abd"), (b"abc", b"abc"), (b"", b"x")]] == \
+        [0, 3, 0]
+    long_a, long_b = b"x" * 5000 + b"a", b"x" * 5000 + b"b"
+    assert 5000 - 64 < record_writer.shared_start(long_a, long_b) <= 5000
+
+
 def test_a_redaction_next_to_an_escape_leaves_the_line_json(tmp_path):
     """A key that begins with a JSON escape's letter (an `nvapi-` key), written just after that escape (a line
     break before the key's rest), or that begins inside a unicode escape, was redacted into a backslash and

@@ -56,6 +56,13 @@ def key_forms(key: str) -> tuple[bytes, ...]:
     return tuple(sorted((f for f in forms if f), key=len, reverse=True))
 
 
+@functools.lru_cache(maxsize=4096)
+def reach(key: str) -> int:
+    """The most bytes a form of `key` can span in a text: its longest exact form, or every character of it written
+    as a \\uXXXX escape."""
+    return max([len(f) for f in key_forms(key)] + [6 * len(key.lower().encode())]) if key else 0
+
+
 @functools.lru_cache(maxsize=4096)  # a run registers a token per instance and attempt: a writer sees thousands
 def probe_forms(key: str) -> tuple[bytes, ...]:
     """What to look for in a text lower-cased to learn whether `key` may be in it in any form a Redactor finds
@@ -121,7 +128,7 @@ class Redactor:
                 b"(?:" + _beginnings([(re.escape(f[i:i + 1]), None) for i in range(len(f))]) + b")" for f in self.forms))
             self._loose_end = _at_end(_beginnings(_loose_parts(key.lower())))
             self._plain_window = max(max(map(len, self.forms)), len(self._lower))
-            self._window = max(self._plain_window, 6 * len(self._lower))  # every character a \\uXXXX escape
+            self._window = reach(key)
 
     def __bool__(self) -> bool:
         return bool(self.forms)
