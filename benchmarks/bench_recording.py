@@ -194,6 +194,8 @@ def writer_cost(args) -> list[dict]:
             sent = ("".join(bg._events()).replace("\\n", "\n") if stream else bg._answer()).encode()
             frames = []
             for n in range(args.writer_calls):
+                if args.writer_requests == "conversation":
+                    request = conversation_request(n // args.concurrency, stream)
                 record = {"ts": "2026-01-01T00:00:00+00:00", "instance_id": "",
                           "attempt": 1, "protocol": "chat", "stream": stream, "model": "m", "status": 200,
                           "latency_s": 0.001, "input_tokens": 200, "output_tokens": 20, "cache_read_tokens": 1000,
@@ -220,10 +222,22 @@ def writer_cost(args) -> list[dict]:
                     lines = sum(p.read_bytes().count(b"\n") for p in (out / "calls").glob("*.jsonl"))
                     spent = (cpu[2] - cpu[1]) - (cpu[1] - cpu[0])
                     results.append({"code": code, "stream": stream, "round": r, "calls": args.writer_calls,
-                                    "lines": lines, "request_bytes": len(request), "answer_bytes": len(sent),
+                                    "requests": args.writer_requests, "lines": lines,
+                                    "request_bytes": sum(len(f) for f in frames) // len(frames) - len(sent),
+                                    "answer_bytes": len(sent),
                                     "writer_cpu_us_per_call": round(spent * 1e6 / args.writer_calls, 1)})
                     print(json.dumps(results[-1]), flush=True)
     return results
+
+
+def conversation_request(turn: int, stream: bool) -> bytes:
+    """An agent's request at `turn` of a conversation that grows as real ones do: the demo runs' requests are 29-58
+    KB, each the last one plus the model's step and a tool's output (here 20 KB of system prompt, 2 KB a turn)."""
+    messages = [{"role": "system", "content": "You are a coding agent. " * 800}]
+    for step in range(turn + 1):
+        messages += [{"role": "assistant", "content": f"step {step}: run the tests"},
+                     {"role": "user", "content": f"output {step}: " + "FAILED tests/test_app.py::test_fix\n" * 55}]
+    return json.dumps({**bg.body("zero-sse/m" if stream else "zero-plain/m", stream), "messages": messages}).encode()
 
 
 def _writer_module(code: Path) -> str:
@@ -290,8 +304,11 @@ def write_markdown(result: dict, path: Path) -> None:
              f"`{m.get('uptime_after', '')}`. {m['note']}", ""]
     alone = result.get("writer_alone_summary")
     if alone:
+        first = result["writer_alone"][0]
+        kind = ("each agent's growing conversation" if first.get("requests") == "conversation" else
+                "the bench's one request") + f" (mean {first['request_bytes'] / 1024:.1f} KB)"
         lines += ["The record writer process alone, CPU per call (median of the rounds; the calls fed through its "
-                  "stdin as fast as it reads them, a token per agent, new ones every few thousand calls): " +
+                  f"stdin as fast as it reads them, a token per agent, new ones every few thousand calls; {kind}): " +
                   ", ".join(f"{k} {v:,.1f} us" for k, v in alone.items()), ""]
     if not result["summary"]:
         path.write_text("\n".join(lines) + "\n")
@@ -351,6 +368,8 @@ def main() -> int:
     parser.add_argument("--writer-calls", type=int, default=1500, help="calls fed to the writer process alone")
     parser.add_argument("--writer-rounds", type=int, default=1, help="0: the writer process is not measured alone")
     parser.add_argument("--writer-run", type=int, default=750, help="calls per set of agents' tokens")
+    parser.add_argument("--writer-requests", choices=("fixed", "conversation"), default="fixed",
+                        help="the writer alone: the bench's one request, or each agent's growing conversation")
     parser.add_argument("--gateway", action=argparse.BooleanOptionalAction, default=True,
                         help="measure the gateways (--no-gateway: the writer process alone)")
     args = parser.parse_args()

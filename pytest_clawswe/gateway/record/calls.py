@@ -8,7 +8,7 @@ provider keys, the instance's gateway token and the admin token in every form re
 
 Off the request's path and out of the gateway's process: `submit` (called once the answer went out) hands the
 raw request bytes, the bytes sent back and the ledger line to a writer process (writer.py) through a
-pipe, one write on the event loop for the calls of up to 50 ms (BATCH_S); the writer reads the answer
+pipe, one write on the event loop for the calls of a few milliseconds (BATCH_S); the writer reads the answer
 back, redacts and appends (every call it has read is flushed before it waits for more: an interrupted run keeps
 every call already recorded). The gateway's
 own interpreter does no JSON, redaction or disk work for it beyond the call's header, so the record takes
@@ -45,10 +45,10 @@ BODIES_BEHIND = 2 * 1024 * 1024  # bytes queued past which a call goes without i
 MAX_BODY = 4 * 1024 * 1024  # a request body over this is recorded without it (an agent-chosen 1.5 MB model name...)
 PIPE_SIZE = 1024 * 1024
 # calls are handed to the writer in batches: the first call of a batch waits at most BATCH_S (its answer is out
-# already: only its line on disk waits), a batch over BATCH_BYTES goes at once. Each batch wakes the writer, and a
-# wake-up costs more than the calls it brings when they are few: at 1,800 calls/s the writer took ~50 us of CPU a
-# call with 4 ms batches and ~40 with 50 ms ones (a reader of the record waits for the lines it needs: settled_calls)
-BATCH_S = 0.05
+# already: only its line on disk waits), a batch over BATCH_BYTES goes at once. (50 ms batches took the writer ~20%
+# less CPU a call at 1,800 calls/s on one worker, but not at the 2 workers' ceiling, where the writer, niced, runs
+# late and reads large batches anyway, and there it fell behind in bursts: 11 streamed calls cut in 47,000)
+BATCH_S = 0.004
 BATCH_BYTES = 256 * 1024
 SECRETS_ENV = "CLAWSWE_RECORDER_SECRETS"  # how the writer learns the process-wide secrets (never argv)
 
