@@ -311,6 +311,8 @@ def write_markdown(result: dict, path: Path) -> None:
                   f"stdin as fast as it reads them, a token per agent, new ones every few thousand calls; {kind}): " +
                   ", ".join(f"{k} {v:,.1f} us" for k, v in alone.items()), ""]
     if not result["summary"]:
+        if result.get("reading"):
+            lines += ["## Reading it", "", result["reading"]]
         path.write_text("\n".join(lines) + "\n")
         return
     lines += [f"{s['gateway_workers']} gateway workers, {s['concurrency']} agents, wrk -t1 against bench_gateway.py's "
