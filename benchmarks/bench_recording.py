@@ -293,6 +293,17 @@ def paired(rows: list[dict], stream: bool, code: str, key: str) -> list[float]:
     return [r[key] / off[r["round"]] - 1 for r in mine if r["target"] == f"{code}-on" and off.get(r["round"])]
 
 
+def interval(values: list[float], resamples: int = 2000) -> tuple[float, float]:
+    """A 95% interval of the median of `values` (a percentile bootstrap over the rounds, seeded: the same rows give
+    the same interval). With rounds that spread 25-40 points, how far the median may be from the cost is the figure
+    to read beside it."""
+    import random
+
+    draw = random.Random(0)
+    medians = sorted(statistics.median(draw.choices(values, k=len(values))) for _ in range(resamples))
+    return medians[int(resamples * 0.025)], medians[int(resamples * 0.975) - 1]
+
+
 def _median(values: list[float]) -> float:
     return round(statistics.median(values), 3) if values else 0.0
 
@@ -349,7 +360,8 @@ def write_markdown(result: dict, path: Path) -> None:
                                  f"{off['cpu_ms_per_req']:.3f} -> {on['cpu_ms_per_req']:.3f} ms CPU/req "
                                  f"({(on['cpu_ms_per_req'] / off['cpu_ms_per_req'] - 1) * 100:+.0f}%); paired "
                                  f"(on against off in the same round, median of the rounds): req/s "
-                                 f"{statistics.median(rates):+.1%}, CPU/req {statistics.median(cpus):+.1%} "
+                                 f"{statistics.median(rates):+.1%} (95% interval {interval(rates)[0]:+.1%} to "
+                                 f"{interval(rates)[1]:+.1%}), CPU/req {statistics.median(cpus):+.1%} "
                                  f"(each round's req/s: {', '.join(f'{x:+.0%}' for x in rates)})")
                 else:
                     lines.append(f"- {s['concurrency']} realistic, {mode}, {code}: added p50 "

@@ -15,7 +15,8 @@ import pytest
 from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.gateway.record import writer as record_writer
 from pytest_clawswe.gateway.record.calls import frame, read_calls
-from pytest_clawswe.gateway.record.reassemble import _args_text, _events, _events_one_by_one, _text, reassemble
+from pytest_clawswe.gateway.record.reassemble import (_args_text, _chat_stream, _chat_stream_quick, _events,
+                                                      _events_one_by_one, _text, reassemble)
 from pytest_clawswe.gateway.upstream import redact
 
 ANSWER = b'{"choices":[{"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{}}'
@@ -355,3 +356,29 @@ def test_a_chat_stream_is_put_together_as_the_sdk_puts_it(events):
     the first model."""
     data = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
     assert reassemble("chat", data, True) == _chat_walk(events)
+    # the quick reading took it (None: it did not); a stream of [DONE] alone has no array to read
+    assert _chat_stream_quick(data) == (_chat_walk(events) if events else None)
+    assert _chat_stream(_events(data)) == _chat_walk(events)
+
+
+@pytest.mark.parametrize("data", [
+    b'data: {"choices":[false,{"delta":{"content":"a"}}]}\n\n',  # a choice that is neither an object nor null
+    b'data: {"choices":[{"delta":false,"finish_reason":"stop"}]}\n\n',  # a delta that is not an object
+    b'data: {"choices":false}\n\ndata: {"choices":[{"delta":{"content":"a"}}]}\n\n',
+    b'data: 5\n\ndata: {"choices":[{"delta":{"content":"a"}}]}\n\n',  # an event that is not an object
+    b'data: {"choices":[{"delta":{"content":"\\ud800 lone"}}]}\n\n',  # a lone surrogate: only json reads it
+    b'data: {"usage":{"total_tokens":NaN},"choices":[]}\n\n',  # NaN: not JSON, which json still reads
+    b': keep-alive\n\ndata: {"choices":[{"delta":{"content":"a"}}]}\n\n',  # a comment: not one array
+    b'data: {"choices":[{"delta":{"content":"a"}}]}\r\n\r\ndata: {"choices":[{"delta":{"content":"b"}}]}\r\n\r\n',
+], ids=["false-choice", "false-delta", "false-choices", "number-event", "lone-surrogate", "nan", "comment", "crlf"])
+def test_a_chat_stream_the_quick_reading_does_not_fit_is_read_the_general_way(data):
+    """A stream whose chunks the quick reading's types do not fit, or whose layout is not one `data:` line per
+    event, is read as the general reading reads it (the quick one declines it: it does not guess)."""
+    quick = _chat_stream_quick(data)
+    general = _chat_stream(_events(data))
+    assert reassemble("chat", data, True) == general
+    if b"\r" in data:
+        assert quick == general  # line ends are made one before the quick reading
+    else:
+        assert quick is None
+    assert general["text"] in ("", "a", "ab", "\ud800 lone")
