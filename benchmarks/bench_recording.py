@@ -355,13 +355,14 @@ def write_markdown(result: dict, path: Path) -> None:
                 if stub_kind == "zero":
                     rates = paired(result["rows"], stream, code, "req_per_s")
                     cpus = paired(result["rows"], stream, code, "proxy_cpu_ms_per_req")
+                    low, high = interval(rates)
                     lines.append(f"- ceiling, {mode}, {code}: {off['req_per_s']:.0f} -> {on['req_per_s']:.0f} req/s "
                                  f"({(on['req_per_s'] / off['req_per_s'] - 1) * 100:+.0f}%), "
                                  f"{off['cpu_ms_per_req']:.3f} -> {on['cpu_ms_per_req']:.3f} ms CPU/req "
                                  f"({(on['cpu_ms_per_req'] / off['cpu_ms_per_req'] - 1) * 100:+.0f}%); paired "
                                  f"(on against off in the same round, median of the rounds): req/s "
-                                 f"{statistics.median(rates):+.1%} (95% interval {interval(rates)[0]:+.1%} to "
-                                 f"{interval(rates)[1]:+.1%}), CPU/req {statistics.median(cpus):+.1%} "
+                                 f"{statistics.median(rates):+.1%} (95% interval {low:+.1%} to {high:+.1%}), "
+                                 f"CPU/req {statistics.median(cpus):+.1%} "
                                  f"(each round's req/s: {', '.join(f'{x:+.0%}' for x in rates)})")
                 else:
                     lines.append(f"- {s['concurrency']} realistic, {mode}, {code}: added p50 "

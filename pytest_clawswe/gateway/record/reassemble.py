@@ -43,7 +43,7 @@ def reassemble(protocol: str, data: bytes, stream: bool) -> dict:
 
 def _events(data: bytes) -> list[dict]:
     """The JSON objects of an SSE stream's data fields (multi-line data joined, as the spec says)."""
-    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+    data = _newlines(data)
     values = _as_one_array(data)
     if values is None and not _TWO_DATA_LINES.search(b"\n" + data):
         try:  # one data line per event, around other fields and comments: the object lines read by one parse
@@ -53,6 +53,11 @@ def _events(data: bytes) -> list[dict]:
     if values is None:
         return _events_one_by_one(data)
     return [v for v in values if isinstance(v, dict)]
+
+
+def _newlines(data: bytes) -> bytes:
+    """The stream with every line ending as \\n (the spec allows \\r\\n and \\r as well)."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
 
 
 def _as_one_array(data: bytes) -> list | None:
@@ -185,7 +190,7 @@ def _chat_stream_quick(data: bytes) -> dict | None:
     nothing else; None when it is laid out otherwise or a chunk does not fit (then read the general way)."""
     if msgspec is None:
         return None
-    joined = _one_array(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data)
+    joined = _one_array(_newlines(data))
     if joined is None:
         return None
     try:
