@@ -51,8 +51,9 @@ def safe_id(text: str) -> str:
 
 def default_run_id(harness: str, model: str) -> str:
     # the run id names the run's Docker networks and swebench's evaluation containers: two runs started in the
-    # same second on one engine must not share it, hence the random tail
-    parts = [harness, safe_id(model), f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"]
+    # same second on one engine must not share it, hence the random tail: 32 bits, so that even many runs started
+    # in one second collide about never (16 bits made 1 in 65,536 for two)
+    parts = [harness, safe_id(model), f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"]
     return "_".join(p for p in parts if p)
 
 
