@@ -39,10 +39,16 @@ class _Chain:
         return "ACCEPT (no rule)"
 
 
+def only_iptables(monkeypatch):
+    # iptables is the list above; ip6tables is "not installed", so that unguard() never lists the host's real
+    # ip6tables (nor fails on a machine without it: the fast subset needs neither)
+    monkeypatch.setattr(hostguard.shutil, "which", lambda name: "/usr/sbin/iptables" if name == "iptables" else None)
+
+
 def test_two_runs_guarding_at_once_each_keep_their_gateway_port_open(monkeypatch):
     chain = _Chain()
     monkeypatch.setattr(hostguard, "_iptables", chain)
-    monkeypatch.setattr(hostguard.shutil, "which", lambda name: "/usr/sbin/iptables")
+    only_iptables(monkeypatch)
     monkeypatch.setattr(hostguard, "bridge_of", lambda client, network: f"br-{network}")
     chain.between = lambda: hostguard.guard(None, "b", 9002, "run-b")  # run B lands inside run A's guard
     assert hostguard.guard(None, "a", 9001, "run-a") is None
@@ -54,7 +60,7 @@ def test_two_runs_guarding_at_once_each_keep_their_gateway_port_open(monkeypatch
 def test_a_run_removes_exactly_its_own_rules(monkeypatch):
     chain = _Chain()
     monkeypatch.setattr(hostguard, "_iptables", chain)
-    monkeypatch.setattr(hostguard.shutil, "which", lambda name: "/usr/sbin/iptables")
+    only_iptables(monkeypatch)
     monkeypatch.setattr(hostguard, "bridge_of", lambda client, network: f"br-{network}")
     hostguard.guard(None, "a", 9001, "run-a")
     hostguard.guard(None, "b", 9002, "run-b")

@@ -62,7 +62,8 @@ def test_a_judge_without_its_key_is_refused_before_anything_is_written(tmp_path,
     for name in [n for n in os.environ if n.endswith("_API_KEY")]:
         monkeypatch.delenv(name)
     result, run_dir = run(tmp_path, "--benchmark", "wildclaw", "--harness", "claude-code", "--model", "scripted/gold",
-                          "--dataset", "demo", *judge)  # the default judge is openai/gpt-5.4, as released
+                          "--dataset", "demo", *judge,  # the default judge is openai/gpt-5.4, as released
+                          "--network", "locked")  # the host's firewall is beside the point (no iptables needed)
     line = refused(result, run_dir, "--judge-model", "OPENROUTER_API_KEY is not set", "--judge-model scripted")
     assert "--model scripted/gold" not in line  # the agent's model is not what lacks a key
 
@@ -73,7 +74,7 @@ def test_a_task_file_with_malformed_front_matter_is_a_usage_error(tmp_path):
     tasks.mkdir(parents=True)
     (tasks / "task_1_bad.md").write_text("---\nid: [unclosed\n---\n\n## Prompt\nhi\n")
     result, run_dir = run(tmp_path, "--benchmark", "wildclaw", "--harness", "openclaw", "--model", "scripted/gold",
-                          "--dataset", str(tmp_path / "suite"))
+                          "--dataset", str(tmp_path / "suite"), "--network", "locked")  # no iptables needed
     refused(result, run_dir, "task_1_bad.md", "front matter")
 
 

@@ -94,7 +94,8 @@ def test_wildclaw_with_a_model_on_another_machines_engine_is_one_sentence(pytest
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", "demo",
                                            "--harness",
                                            "claude-code", "--model", "scripted/gold", "--docker-host",
-                                           "tcp://127.0.0.1:9", "--run-dir", str(run_dir))
+                                           "tcp://127.0.0.1:9", "--run-dir", str(run_dir),
+                                           "--network", "locked")  # the host's firewall is beside the point
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--benchmark wildclaw with a model-calling harness runs on this machine's engine*"])
     assert not run_dir.exists()
