@@ -14,7 +14,7 @@ from pytest_clawswe.swe.instance.prompt import render_prompt
     ("hermes", {"compression": "maybe"}, "--harness-option compression=maybe: hermes expects true or false"),
     ("hermes", {"max_turn": "3"}, ("harness 'hermes' has no option 'max_turn' (its options: compression, "
                                    "context_length, grace, max_turns, model_name, reasoning_effort, "
-                                   "terminal_timeout, version; see `clawswe harness list`)")),
+                                   "terminal_timeout, toolsets, version; see `clawswe harness list`)")),
     ("oracle", {"x": "1"}, "harness 'oracle' has no option 'x' (its options: none; see `clawswe harness list`)"),
     ("nop", {"x": "1"}, "harness 'nop' has no option 'x' (its options: run_tests; see `clawswe harness list`)"),
 ])

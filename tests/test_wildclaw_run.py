@@ -107,6 +107,8 @@ def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_c
         assert not [p for p in run_dir.rglob("*") if p.is_file() and REAL_KEY.encode() in p.read_bytes()]
     from pytest_clawswe.gateway.record.ledger import read_records  # every gateway worker's file
 
+    if harness == "hermes":
+        _hermes_as_released(gold_dir, tasks)
     judged_tasks = [t for t in tasks if t in JUDGED_CRITERIA]
     assert judged_tasks  # every harness's slice has one
     for task_id in judged_tasks:
@@ -116,6 +118,21 @@ def test_gold_scores_one_and_noop_zero(pytester, monkeypatch, tmp_path, docker_c
         assert judged["judge_usage"]["requests"] == 1 and judged["judge_usage"]["output_tokens"] > 0
         assert len(read_records(gold_dir / "gateway", f"{task_id}.judge")) == 1
         assert results(noop_dir)[task_id]["judge_usage"]["requests"] == 0  # nothing made: nothing to judge
+
+
+def _hermes_as_released(run_dir: Path, tasks: list[str]) -> None:
+    """The released runner's AIAgent gets every toolset (`--toolsets all`): the model is offered tools of many, not
+    Claw-SWE-Bench's terminal and file ones alone; and no tool's first use installs a package into the bundle."""
+    from pytest_clawswe.gateway.record.calls import read_calls
+
+    for task_id in tasks:
+        calls = read_calls(run_dir / "gateway", task_id)
+        assert calls, task_id
+        offered = {tool["function"]["name"] for tool in calls[0]["request"]["tools"]}
+        assert {"terminal", "read_file", "patch"} <= offered  # terminal and file
+        assert {"todo", "memory", "execute_code", "delegate_task", "browser_navigate", "vision_analyze"} <= offered
+        log = (run_dir / "tasks" / task_id / "session" / "hermes" / "logs" / "agent.log").read_text()
+        assert "Lazy-installing" not in log
 
 
 def test_a_left_behind_process_cannot_see_gt_or_forge_the_transcript(pytester, monkeypatch, tmp_path,

@@ -71,6 +71,13 @@ def test_the_released_settings_of_each_harness_reach_its_config():
     # released: AIAgent(reasoning_config=None) unless --thinking, i.e. the provider's default; hermes reads an empty
     # agent.reasoning_effort so (Claw-SWE-Bench's config says high)
     assert hermes.config(ctx)["agent"]["reasoning_effort"] == ""
+    # released: AIAgent(enabled_toolsets=None), every toolset; hermes reads `--toolsets all` so (Claw-SWE-Bench's
+    # command gives terminal,file)
+    assert argv[argv.index("--toolsets") + 1] == "all"
+    swe = get_harness_class("hermes")("m", {}).argv(ctx)
+    assert swe[swe.index("--toolsets") + 1] == "terminal,file"
+    # a tool's first use must not pip-install into the bundle every instance shares (both benchmarks)
+    assert hermes.config(ctx)["security"] == {"tirith_enabled": False, "allow_lazy_installs": False}
     assert get_harness_class("hermes")("m", {}).config(ctx)["agent"]["reasoning_effort"] == "high"
     openclaw, ctx = _adapter_with_wildclaw_defaults("openclaw")
     config = openclaw.config(ctx)

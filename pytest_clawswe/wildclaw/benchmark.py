@@ -245,9 +245,10 @@ class WildClawBench(Benchmark):
                     "claude-code": {"prompt_caching": "false", "interleaved_thinking": "false",
                                     "experimental_betas": "false"},
                     "codex": {"reasoning_summary": "none", "reasoning_summaries": "false", "hide_reasoning": "true"},
-                    # its bench runner's max_iterations, and no reasoning config unless --thinking (the provider's
-                    # default; an empty agent.reasoning_effort is that to hermes)
-                    "hermes": {"max_turns": "90", "reasoning_effort": ""}}
+                    # its bench runner's max_iterations, no reasoning config unless --thinking (the provider's
+                    # default; an empty agent.reasoning_effort is that to hermes), and AIAgent's default of every
+                    # toolset (enabled_toolsets=None; `--toolsets all` to hermes chat)
+                    "hermes": {"max_turns": "90", "reasoning_effort": "", "toolsets": "all"}}
         return {**released[harness], "grace": "0"} if harness in released else {}
 
     def run_info(self) -> dict:

@@ -1,6 +1,7 @@
 """`hermes`: Hermes Agent (PyPI hermes-agent) with the released settings (settings.yaml).
 
 Run headless as `hermes chat -q PROMPT --quiet --yolo --max-turns 300 --toolsets terminal,file --model M`
+(WildClawBench: `--toolsets all`, as its released runner's AIAgent gets every toolset)
 inside the instance container, from the bundle; the wrapper kills it 120 s after the budget (hermes has no
 overall timeout of its own). Not `hermes -z`: one-shot mode builds its agent with the fixed default of 90
 iterations and ignores both --max-turns and agent.max_turns (checked in 0.19.0).
@@ -23,7 +24,7 @@ from pytest_clawswe.harness.gateway_urls import openai_base_url
 
 HOME = f"{STATE_ROOT}/hermes"
 USAGE_FILE = f"{HOME}/usage.json"
-TOOLSETS = "terminal,file"
+TOOLSETS = "terminal,file"  # Claw-SWE-Bench's; `all` is every toolset hermes has
 # the released custom_providers' context_length by provider (model prefix); 200k otherwise (OpenRouter's)
 CONTEXT_BY_PROVIDER = {"deepseek": 1_000_000, "dashscope": 262_144, "qwen": 262_144}
 DEFAULT_CONTEXT = 200_000
@@ -51,6 +52,8 @@ class HermesOptions(BundledOptions):
     reasoning_effort: str = field(default="high", metadata={"help": "agent.reasoning_effort"})
     terminal_timeout: int = field(default=180, metadata={"help": "terminal.timeout, seconds per command"})
     compression: bool = field(default=False, metadata={"help": "compression.enabled"})
+    toolsets: str = field(default=TOOLSETS, metadata={
+        "help": "--toolsets: a comma list, or all (every toolset, as the released WildClawBench runner's AIAgent)"})
     context_length: int | None = field(default=None, metadata={
         "help": "the model's context length (default: the released value of its provider)"})
 
@@ -80,7 +83,9 @@ class HermesHarness(BundledHarness):
             "compression": {"enabled": o.compression},
             "approvals": {"mode": "off"},
             "display": {"show_reasoning": False, "streaming": False},
-            "security": {"tirith_enabled": False},  # else it downloads the tirith scanner binary
+            # tirith: else it downloads its command scanner binary; lazy installs: else a tool's first use pip-installs
+            # its package into the bundle every instance shares (edge-tts for `--toolsets all`: ~70 s offline)
+            "security": {"tirith_enabled": False, "allow_lazy_installs": False},
         }
 
     def config_files(self, ctx: AgentContext) -> dict[str, str]:
@@ -88,7 +93,7 @@ class HermesHarness(BundledHarness):
 
     def argv(self, ctx: AgentContext) -> list[str]:
         return [self.bin("hermes"), "chat", "-q", "{prompt}", "--quiet", "--yolo", "--max-turns",
-                str(self.opts.max_turns), "--toolsets", TOOLSETS, "--model", self.model_id(ctx), "--source", "tool"]
+                str(self.opts.max_turns), "--toolsets", self.opts.toolsets, "--model", self.model_id(ctx), "--source", "tool"]
 
     def send_task(self, ctx: AgentContext, prompt: str) -> AgentRun:
         result, stdout, stderr = self.run(ctx, self.argv(ctx), {"HERMES_HOME": HOME}, prompt)
