@@ -32,27 +32,33 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_each_secrets_redactor_is_built_once_however_many_instances_take_turns(tmp_path, monkeypatch):
-    """300 agents at once means 300 tokens: a redactor (milliseconds of regular expressions) built again for every
-    call made the writer fall far behind at the gateway's ceiling (a cache of 64 served 300 tokens round robin).
-    Failed before: 2 rounds of 100 instances built 200 redactors."""
-    built: list[str] = []
+@pytest.fixture
+def built(monkeypatch) -> list[str]:
+    """The secrets whose Redactor was built, in order."""
+    keys: list[str] = []
     real = redact.Redactor.__init__
 
     def counted(self, key):
-        built.append(key)
+        keys.append(key)
         real(self, key)
 
     monkeypatch.setattr(redact.Redactor, "__init__", counted)
+    return keys
+
+
+def test_each_secrets_redactor_is_built_once_however_many_instances_take_turns(tmp_path, built):
+    """300 agents at once means 300 tokens: a redactor (milliseconds of regular expressions) built again for every
+    call made the writer fall far behind at the gateway's ceiling (a cache of 64 served 300 tokens round robin).
+    Failed before: 2 rounds of 100 instances built 200 redactors."""
     writer = record_writer.Writer(tmp_path, 0, 64 << 20, ["admin-token-of-the-gateway-0123"])
     tokens = [f"clawswe-token-{i:03d}-abcdefghijklmnopqrstuvwxyz" for i in range(100)]
-    escaped = json.dumps({"messages": [{"role": "user", "content": "caf\u00e9"}]}).encode()  # \u00e9: a loose probe
     for n in range(2):
         for i, token in enumerate(tokens):
-            body = escaped if i % 10 == 0 else b'{"messages":[{"role":"user","content":"fix it"}]}'
+            leaked = json.dumps({"messages": [{"role": "user", "content": f"my key: {token}"}]}).encode()
+            body = leaked if i % 10 == 0 else b'{"messages":[{"role":"user","content":"fix it"}]}'
             writer.call(_head(f"inst-{i}", token, n), body, ANSWER)
     writer.close()
-    assert len(built) == len(set(built)) and len(built) <= 11  # 10 escaped instances' tokens (+ the admin token)
+    assert len(built) == len(set(built)) == 10  # the 10 leaking instances' tokens, each built once
     assert sum(len(_lines(p)) for p in (tmp_path / "calls").iterdir()) == 200
 
 
@@ -69,6 +75,34 @@ def test_a_secret_in_any_form_is_scrubbed_with_or_without_a_probe_hit(tmp_path):
     for secret in (token, key):
         assert secret.lower() not in text.lower()
     assert escaped not in text and text.count("[redacted]") == 4 and "nothing secret here" in text
+
+
+def test_a_line_with_escapes_and_no_secret_builds_no_redactor_and_a_key_partly_escaped_is_still_found(
+        tmp_path, built):
+    """Tool output with terminal colours reaches the record as `\\u001b`, a JSON escape of an ASCII character, which
+    could spell part of a key: every such line built every secret's Redactor (~12 ms each) and ran it over the
+    whole line. The probes now also look at the line with its escapes read. Failed before: the
+    coloured line built the token's and the admin token's Redactors."""
+    token, key = "clawswe-0123456789abcdefghijklmnop", "sk-or-v1/abcdefabcdefabcdef0123456789"
+    writer = record_writer.Writer(tmp_path, 0, 64 << 20, [key])
+    coloured = json.dumps({"messages": [{"role": "tool", "content": "\x1b[31mFAILED\x1b[0m test_fix\n" * 20}]})
+    assert "\\u001b" in coloured
+    writer.call(_head("c", token, 1), coloured.encode(), ANSWER)
+    assert built == []
+    # every other character escaped (upper-case hex), the rest in upper case, the key's / as \/
+    spelled = {secret: "".join(f"\\u{ord(c):04X}" if i % 2 else c.upper() for i, c in enumerate(secret)).replace(
+        "/", "\\/") for secret in (token, key)}
+    for n, secret in enumerate((token, key), 2):
+        body = '{"messages":[{"role":"tool","content":"\\u001b[0m found: %s"}]}' % spelled[secret]
+        assert json.loads(body)["messages"][0]["content"].lower().endswith(secret.lower())  # (JSON: the key, in mixed case)
+        writer.call(_head("c", token, n), body.encode(), ANSWER)
+    writer.close()
+    assert sorted(built) == sorted([token, key])
+    lines = _lines(tmp_path / "calls" / "c.jsonl")
+    assert lines[0]["request"] == json.loads(coloured)
+    for line in lines[1:]:
+        content = line["request"]["messages"][0]["content"]
+        assert "[redacted]" in content and token not in content.lower() and key not in content.lower()
 
 
 def _conversation(turns: int, planted: dict[int, str], seed: int = 0) -> list[bytes]:

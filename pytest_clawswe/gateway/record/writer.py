@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import struct
 import sys
 from collections import OrderedDict
@@ -41,8 +42,10 @@ class Scrubber:
     A Redactor costs milliseconds to build (its regular expressions) and a run registers a token per instance
     and attempt: one is built only for a line that may hold its secret, which is when one of the secret's exact
     forms in lower case is in the line's lower case (every exact form is found so, and the key in any other letter
-    case), or the line has a JSON escape that could spell an ASCII character (`\\u00..`, `\\/`): without either, no
-    form can match, so a Redactor would leave the line as it is.
+    case), or in the lower case of the line with its JSON escapes of ASCII characters read (`\\u00..`, `\\/`: the
+    key with some of its characters so escaped, which the Redactor also finds): without either, no form can match,
+    so a Redactor would leave the line as it is. (A line with escapes but no secret, as most are whose tool output
+    has terminal colours in it, `\\u001b`, builds none: building every secret's Redactor for it cost ~12 ms each.)
 
     `clean` is a span of the line known to hold no form of these secrets (the part of a request that the same
     conversation's previous call already showed clean: Conversations). A form that is in the line runs outside
@@ -62,15 +65,18 @@ class Scrubber:
         if end > start and keys:
             exact, loose = self._reach(keys)
             probed, escapes = _outside(line, start, end, exact), _outside(line, start, end, loose)
-        escaped = b"\\u00" in escapes or b"\\/" in escapes
         lowered = probed.lower()
         self.probed += len(lowered)
+        read = b""  # the line's escapes read, lower-cased (only when it has one)
+        if b"\\u00" in escapes or b"\\/" in escapes or b"\\U00" in escapes:
+            read = _ESCAPE.sub(_escaped_char, escapes).lower()
+            self.probed += len(read)
         for secret in keys:
-            hit = escaped
+            hit = bool(read) and ('"' in secret or "\\" in secret)  # (an escape of these is not read: any may be it)
             for probe in redact.probe_forms(secret):  # (a loop, not any(): this runs for every secret of every call)
                 if hit:
                     break
-                hit = probe in lowered
+                hit = probe in lowered or probe in read
             if hit:
                 # a line no Redactor changed is the JSON it was (the gateway's own; the harness's, parsed; ours)
                 line = self._redactor(secret).scrub_wire(line)
@@ -92,6 +98,13 @@ class Scrubber:
         if len(self._redactors) > MAX_REDACTORS:
             self._redactors.popitem(last=False)
         return found
+
+
+_ESCAPE = re.compile(rb"\\[uU]00([0-9a-fA-F]{2})|\\/")  # as the Redactor's loose forms read them (anywhere, any case)
+
+
+def _escaped_char(found: re.Match[bytes]) -> bytes:
+    return bytes([int(found[1], 16)]) if found[1] else b"/"
 
 
 def _outside(line: bytes, start: int, end: int, margin: int) -> bytes:
