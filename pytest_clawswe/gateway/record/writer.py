@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 import struct
 import sys
 from collections import OrderedDict
@@ -69,7 +68,7 @@ class Scrubber:
         self.probed += len(lowered)
         read = b""  # the line's escapes read, lower-cased (only when it has one)
         if b"\\u00" in escapes or b"\\/" in escapes or b"\\U00" in escapes:
-            read = _ESCAPE.sub(_escaped_char, escapes).lower()
+            read = redact.read_escapes(escapes).lower()
             self.probed += len(read)
         for secret in keys:
             hit = bool(read) and ('"' in secret or "\\" in secret)  # (an escape of these is not read: any may be it)
@@ -98,13 +97,6 @@ class Scrubber:
         if len(self._redactors) > MAX_REDACTORS:
             self._redactors.popitem(last=False)
         return found
-
-
-_ESCAPE = re.compile(rb"\\[uU]00([0-9a-fA-F]{2})|\\/")  # as the Redactor's loose forms read them (anywhere, any case)
-
-
-def _escaped_char(found: re.Match[bytes]) -> bytes:
-    return bytes([int(found[1], 16)]) if found[1] else b"/"
 
 
 def _outside(line: bytes, start: int, end: int, margin: int) -> bytes:

@@ -96,6 +96,20 @@ def _loose_pattern(key: str) -> re.Pattern[bytes]:
     return re.compile(b"".join(full for full, _ in _loose_parts(key)), re.IGNORECASE)
 
 
+_LOOSE_ESCAPE = re.compile(rb"\\[uU]00([0-9a-fA-F]{2})|\\/")
+
+
+def read_escapes(text: bytes) -> bytes:
+    """`text` with each escape a loose form takes for an ASCII character (`\\u00XX`, the pattern being case-blind:
+    `\\U00XX` too; `\\/`) read as that character, wherever it stands, as the loose pattern matches it (not only
+    where JSON reads one): a loose form of the key in `text` is the key, in some letter case, in the result."""
+    return _LOOSE_ESCAPE.sub(_escaped_char, text)
+
+
+def _escaped_char(found: re.Match[bytes]) -> bytes:
+    return bytes([int(found[1], 16)]) if found[1] else b"/"
+
+
 def _beginnings(parts: list[tuple[bytes, bytes | None]]) -> bytes:
     """A regex of every non-empty beginning of a form made of `parts` (each: the regex of one character's full
     spellings, and of the beginnings of its escapes, or None)."""
