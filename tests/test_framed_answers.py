@@ -184,3 +184,44 @@ def test_an_evaluation_output_without_its_beginning_is_marked_lost(cut):
     container = FramedEval(_EvalExec(EVENTS, cut))
     exec_run_with_timeout(container, "/bin/bash /eval.sh", 60)
     assert container.lost
+
+
+class _HungEvalExec(_EvalExec):
+    """An eval script that never ends until a command stops it; exec_run keeps what it was asked to run."""
+
+    def __init__(self):
+        import threading
+
+        super().__init__([])
+        self.stopped, self.runs = threading.Event(), []
+
+    def exec_start(self, exec_id, stream=False, demux=False):
+        def pairs():
+            self.stopped.wait(30)
+            yield (b"", None)
+        return pairs()
+
+    def exec_inspect(self, exec_id):
+        return {"Pid": 4242}  # the engine's pid of the exec: the host's, no process in the container
+
+    def exec_run(self, cmd, **kwargs):
+        self.runs.append((cmd, kwargs))
+        if cmd[:2] == ["/bin/sh", "-c"]:
+            self.stopped.set()
+
+
+def test_swebenchs_stop_at_its_timeout_becomes_a_shells_kill_in_the_container():
+    """swebench runs `kill -TERM <host pid>` with no shell at its timeout (an API error where the image has no kill
+    program, and a pid the container does not have): the eval script is stopped from a shell instead, and the timeout
+    is swebench's as it meant it. Any other exec_run passes as it came."""
+    from swebench.harness.docker_utils import exec_run_with_timeout
+
+    from pytest_clawswe.swe.grading.eval_output import STOP_EVAL, FramedEval
+
+    container = FramedEval(_HungEvalExec())
+    container.exec_run("kill -TERM 7", detach=True)  # before the eval script: not swebench's stop, passed on
+    _, timed_out, _ = exec_run_with_timeout(container, "/bin/bash /eval.sh", 1)
+    assert timed_out
+    runs = container._container.runs
+    assert runs[0] == ("kill -TERM 7", {"detach": True}) and runs[1] == (STOP_EVAL, {"detach": True}), runs
+    assert container._container.stopped.wait(5)  # the stop reached the script: its stream ends

@@ -2,8 +2,9 @@
 whose sandbox never comes up (its warmup hangs) ends at --setup-timeout with the setup stage's error naming the phase,
 its containers stopped, and the next task still runs and passes; a grader that hangs ends at --grade-timeout with the
 verify stage's error; a Claw-SWE-Bench instance whose preparation hangs ends at --setup-timeout in phase
-prepare_image and the next instance resolves. Each error records its phase in its result file and the terminal's
-error line shows it."""
+prepare_image and the next instance resolves; a Claw-SWE-Bench instance whose tests hang is graded by the real
+SWE-bench evaluator at --eval-timeout as unresolved, its evaluation container removed. Each error records its phase in
+its result file and the terminal's error line shows it."""
 from __future__ import annotations
 
 import csv
@@ -87,3 +88,34 @@ def test_a_claw_swe_bench_instance_whose_preparation_hangs_ends_at_the_setup_lim
         assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
     finally:
         docker_client.images.remove(hanging, force=True)
+
+
+def test_a_claw_swe_bench_instance_whose_tests_hang_is_unresolved_at_the_eval_timeout_and_the_next_one_resolves(
+        pytester, tmp_path, docker_client, python_demo):
+    """The gold patch, but tests that never end: swebench's run_instance gives up at --eval-timeout (its exec's kill
+    reaches no process in the container: the engine's pid is the host's), our evaluation container is removed, which
+    ends the exec, and the verdict is the evaluator's: unresolved, the tests timed out. Not an error (the patch was
+    graded as the official evaluator grades it), and the verify stage's own limit (eval timeout + its allowance) is
+    not what ended it."""
+    from pytest_clawswe.swe.dataset import load_row
+
+    row = load_row(python_demo)
+    tests = "python3 -m pytest -rA -p no:cacheprovider tests"
+    assert tests in row["eval_script"]  # (the demo's test command: replaced below)
+    hung = {**row, "instance_id": "clawswe__hungtests-1",
+            "eval_script": row["eval_script"].replace(tests, "python3 -c 'import time; time.sleep(3600)'")}
+    (pytester.path / "hung.json").write_text(json.dumps([hung, row]))
+    run_dir = tmp_path / "run"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", "oracle", "--dataset", "hung.json",
+                                        "--eval-timeout", "20", "--run-dir", str(run_dir), timeout=1200)
+    meta = json.loads((run_dir / "instances" / "clawswe__hungtests-1" / "metadata.json").read_text())
+    assert meta["outcome"] == "unresolved", meta
+    assert "the tests timed out after 20" in meta["error"] and meta["error_type"] == "", meta
+    assert meta["timings"]["score"] < 20 + 120, meta["timings"]  # the eval timeout, not the stage's 320 s
+    eval_dir = run_dir / "instances" / "clawswe__hungtests-1" / "eval"
+    assert "Timeout error: 20 seconds exceeded." in (eval_dir / "test_output.txt").read_text()
+    done = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
+    assert done["outcome"] == "resolved", done
+    run.assert_outcomes(passed=1, failed=1)
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []

@@ -5,14 +5,21 @@ run_instance reads the eval script's output through the engine's stream (docker_
 and grades that. An output without its beginning loses `>>>>> Start Test Output` (then no test parses: the instance
 read as unresolved) or some test results (a test that passed read as failing); one without its end loses
 `>>>>> End Test Output`, which scoring.score already takes for a cut evaluation. So the command becomes
-`printf <begin line>; printf <begin line> >&2; exec /bin/bash /eval.sh` (the same process, so swebench's kill at its
-timeout still reaches the eval script): each of the two pipes the engine reads starts with the line, and the engine
+`printf <begin line>; printf <begin line> >&2; exec /bin/bash /eval.sh` (the same process): each of the two pipes
+the engine reads starts with the line, and the engine
 merges them as it always does (their order across pipes is the engine's, so the line is looked for at the start of
 each: the output is read demultiplexed and merged again here, in the order it came). What is lost is the stream's
 first frames, and the first frame is one of the two lines, so a lost beginning always shows. The lines are taken
 off before swebench sees the output: test_output.txt is what swebench would write. An output without them is
 marked `lost`, and score() makes it an infrastructure error. The tests cannot be read again without being run again
 (they may change the container), so there is no second reading.
+
+At its timeout, swebench stops the eval script with `exec_run("kill -TERM <pid>")`: a command with no shell, so it
+fails where the image has no kill program (Debian's slim images, ours: procps is not in them), and the exec raises,
+which swebench reports as an evaluator crash, not as the tests' timeout; and <pid> is the engine's, the host's pid,
+which names no process in the container. So that command becomes a shell's kill of every process in the container but
+its first (the idle process it was started with): the eval script and the tests it ran end, swebench writes the
+timeout as it meant to, and the verdict is the tests' timeout (scoring.py), in any image.
 """
 from __future__ import annotations
 
@@ -21,6 +28,9 @@ from collections.abc import Iterator
 from pytest_clawswe.engine.framing.framed import Frame
 
 EVAL_COMMAND = "/bin/bash /eval.sh"  # what run_instance runs through exec_run_with_timeout
+TIMEOUT_KILL = "kill -TERM "  # how exec_run_with_timeout's stop at the timeout begins (then the exec's pid)
+# every process in the container but PID 1 and the shell itself (kill's pid -1), from a shell: its kill is built in
+STOP_EVAL = ["/bin/sh", "-c", "kill -TERM -1 2>/dev/null; true"]
 
 
 class FramedEval:
@@ -66,6 +76,12 @@ class FramedEval:
                 self.lost = True
                 if head:
                     yield head
+
+    def exec_run(self, cmd, *args, **kwargs):
+        """swebench's stop of the eval script at its timeout made one that works (see the module's text)."""
+        if self._eval_exec is not None and isinstance(cmd, str) and cmd.startswith(TIMEOUT_KILL):
+            cmd = STOP_EVAL
+        return self._container.exec_run(cmd, *args, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self._container, name)

@@ -219,7 +219,7 @@ def _verdict(iid: str, result, eval_dir: Path, timeout: float | None) -> Score:
         if APPLY_PATCH_FAIL in log_text:
             return Score(APPLY_FAILED, False, False, "the patch does not apply to the base commit")
         if "Test timed out" in log_text:
-            return Score(UNRESOLVED, False, True, f"the tests timed out after {timeout} s")
+            return Score(UNRESOLVED, False, True, f"the tests timed out after {timeout:g} s" if timeout else "the tests timed out")
         tail = log_text.strip().splitlines()[-1:] or ["no log"]
         raise InfraError(f"the SWE-bench evaluator failed for {iid}: {tail[0][:300]} "
                          f"(log: {eval_dir / LOG_INSTANCE})")
