@@ -18,8 +18,9 @@ kube_probe=$(mktemp)
 reports=${CLAWSWE_TEST_REPORTS:-$(mktemp -d)}
 mkdir -p "$reports"
 cluster_pid=  # the cluster phase, while it runs beside the shared one
-end_cluster_phase() {  # Ctrl-C or a failed step: SIGINT, so that pytest runs its finalizers (the cluster's `down`)
-  [ -z "$cluster_pid" ] || { kill -INT "$cluster_pid" 2>/dev/null; wait "$cluster_pid" 2>/dev/null || true; }
+end_cluster_phase() {  # Ctrl-C or a failed step: SIGINT, so that pytest runs its finalizers (the cluster's `down`),
+  # to the phase's whole process group (set -m below): the runs its tests started end too, not only pytest
+  [ -z "$cluster_pid" ] || { kill -INT -- "-$cluster_pid" 2>/dev/null; wait "$cluster_pid" 2>/dev/null || true; }
 }
 trap 'end_cluster_phase; rm -rf "$probe" "$harbor_probe" "$kube_probe"; [ -n "${CLAWSWE_TEST_REPORTS:-}" ] || rm -rf "$reports"' EXIT
 # Which tests would run? (collection only; the same arguments)

@@ -43,3 +43,32 @@ def test_gold_scores_one_and_noop_zero_on_the_cluster(pytester, monkeypatch, kub
         assert {r["node"] for r in got.values()} == set(kube_cluster.nodes)  # the scheduler used both nodes
         assert (run_dir / "tasks" / SERVICES_TASK / "audit" / "meta.json").is_file()  # read back from the pod
         assert not namespace_left(kube_cluster, run_dir)
+
+
+def test_a_hung_setup_on_the_cluster_ends_at_the_stages_limit_and_the_next_task_runs(
+        pytester, monkeypatch, kube_cluster, docker_client, tmp_path):
+    """The stage limits of tests/test_stage_limits_docker.py on pods: a task whose warm-up never ends is stopped at
+    --setup-timeout (its pods deleted: what the warm-up's exec waits on), not at the warm-up's own 600 s; a grader
+    that hangs ends at --grade-timeout; the task between them passes, and nothing of the run is left. The three
+    start together while the run pushes its images to the registry (minutes: not the tasks' time), so each task's
+    own setup must get its whole limit after that wait (run/item/phases.py), or the plain one is stopped too."""
+    from test_stage_limits_docker import HUNG_GRADER, HUNG_SETUP, PLAIN, SUITE
+
+    from pytest_clawswe.harness.bundles import build_bundle
+
+    build_bundle("claude-code", client=docker_client, progress=lambda line: None)
+    monkeypatch.setenv("KUBECONFIG", kube_cluster.kubeconfig)
+    run_dir = tmp_path / "run"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark", "wildclaw", "--dataset", str(SUITE),
+                                        "--harness", "claude-code", "--model", "scripted/gold",
+                                        "--judge-model", "scripted", "--setup-timeout", "90", "--grade-timeout", "15",
+                                        "--run-dir", str(run_dir), "--kubernetes", kube_cluster.context,
+                                        "--registry", kube_cluster.registry, timeout=900)
+    got = {p.parent.name: json.loads(p.read_text()) for p in run_dir.glob("tasks/*/result.json")}
+    hung = got[HUNG_SETUP]
+    assert hung["outcome"] == "error" and hung["error_type"] == "SetupTimeout", hung
+    assert hung["error_phase"] == "setup" and "within its limit of 90 s" in hung["error"]
+    assert got[PLAIN]["outcome"] == "passed", got[PLAIN]
+    assert got[HUNG_GRADER]["error_type"] == "GradeTimeout" and got[HUNG_GRADER]["error_phase"] == "verify"
+    run.assert_outcomes(passed=1, errors=2)
+    assert not namespace_left(kube_cluster, run_dir)

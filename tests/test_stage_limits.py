@@ -227,3 +227,46 @@ def test_a_wait_on_a_machine_wide_build_is_not_the_items_and_restarts_the_clock(
     run_phases([*staged(SETUP, Phase("harness", build), Phase("container_start", lambda s: None)),
                 *staged(AGENT, Phase("agent", lambda s: None, ALWAYS))], "state", timings, limits)
     assert len(stops) >= 2 and set(timings) >= {"harness", "container_start", "agent"}
+
+
+def test_after_a_machine_wide_wait_the_items_own_work_gets_at_least_its_limit():
+    """A cluster's first run pushes its images for minutes (no pod of the item yet: the clock starts again), then the
+    item's pods start at some moment of a period: its own work is not stopped at that period's end, but one whole
+    period later at the earliest; a step that still waits then is stopped."""
+    present, stops = [0], []
+
+    def stop():
+        stops.append(time.monotonic())
+        return present[0]
+
+    def push(state):
+        time.sleep(0.95)  # machine-wide: the clock (0.4 s) runs out at 0.4 and 0.8 with nothing of the item
+
+    def own(state):
+        present[0] = 1  # its pod: at 0.95, 0.25 s before the period ends at 1.2
+        time.sleep(0.3)
+
+    limits = {SETUP: StageLimit(0.4, SetupTimeout, "raise it with --setup-timeout", stop, lambda: present[0])}
+    timings: dict = {}
+    run_phases([*staged(SETUP, Phase("push", push), Phase("start", own)), *staged(AGENT, Phase("agent", print))],
+               None, timings, limits)  # not stopped at 1.2, though the stage has run three periods
+    assert len(stops) == 2 and {"push", "start"} <= set(timings)
+
+    blocked = Blocked()
+    present[0] = 0
+    started = []
+
+    def own_forever(state):
+        present[0] = 1
+        started.append(time.monotonic())
+        blocked.wait_then_fail(state)
+
+    def stop_own():  # removes the item's containers, when it has any: what its step waits on returns
+        if present[0]:
+            blocked.stop()
+        return present[0]
+
+    limits = {SETUP: StageLimit(0.4, SetupTimeout, "raise it with --setup-timeout", stop_own, lambda: present[0])}
+    with pytest.raises(SetupTimeout):
+        run_phases(staged(SETUP, Phase("push", push), Phase("start", own_forever)), None, {}, limits)
+    assert time.monotonic() - started[0] >= 0.4 - 0.05 and blocked.stops == 1  # its own work had a whole limit

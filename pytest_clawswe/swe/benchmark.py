@@ -130,6 +130,7 @@ class ClawSweBench(Benchmark):
             if runner.gateway is not None:
                 site.use_gateway(runner.gateway.url)
             runner.workspace_factory = site.workspace_factory()
+            runner.pod_site = site  # a stage past its limit deletes the item's pods
             runner.eval_client = site.docker_client()
             runner.host_name = run_session.kube.name
         return runner

@@ -126,6 +126,7 @@ class WildClawBench(Benchmark):
             if runner.gateway is not None:
                 site.use_gateway(runner.gateway.url)
             runner.workspace_factory = site.workspace_factory()
+            runner.pod_site = site  # a stage past its limit deletes the item's pods
         return runner
 
     def check_engines(self, hosts: list, needs_model: bool) -> None:

@@ -96,7 +96,7 @@ class TaskRunner(TaskPhases, ItemRunner):
         deadline = new_deadline(self.options, task, self.config.setup_timeout_s)
         # past a stage's limit the task's containers go (its sandbox, services, grader): what the stage waits on
         # returns; an image build holds none, the hard stop is its backstop (run/item/phases.py)
-        limits = stage_limits(deadline, lambda: self.stop_containers(task.id),
+        limits = stage_limits(deadline, lambda: self.stop_containers(task.id), count=lambda: self.count_containers(task.id),
                               verify_hint="raise --grade-timeout, then --resume")
         with ExitStack() as stack:  # the task's container and its services go on every path out (task_phases.py)
             run_phases(self.phases(), TaskRun(task, work, result, stack, deadline), result.timings, limits)

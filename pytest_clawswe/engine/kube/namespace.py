@@ -10,7 +10,7 @@ import time
 
 from pytest_clawswe.engine.kube.cluster import ApiError, dns_label, label_value
 from pytest_clawswe.errors import InfraError
-from pytest_clawswe.labels import LABEL_OWNER, LABEL_RUN, owner_alive, owner_label
+from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_OWNER, LABEL_RUN, owner_alive, owner_label
 
 TERMINATING_WAIT_S = 180.0  # a namespace deleted by an earlier attempt is gone within this
 
@@ -72,6 +72,24 @@ def delete_pods(cluster, namespace: str, run_id: str) -> None:
     except ApiError as exc:
         if exc.status != 404:
             raise
+
+
+def item_pods(cluster, namespace: str, run_id: str, item_id: str, delete: bool = False) -> int | None:
+    """How many pods one item of the run has; with `delete`, deleted at once (no grace: what their execs wait on then
+    returns). None when the cluster could not say."""
+    selector = f"{LABEL_RUN}={label_value(run_id)},{LABEL_INSTANCE}={label_value(item_id)}"
+    try:
+        pods = (cluster.call("core", "list_namespaced_pod", namespace, label_selector=selector,
+                             _request_timeout=30) or {}).get("items") or []
+    except (ApiError, InfraError):
+        return None
+    for pod in pods if delete else ():
+        try:
+            cluster.call("core", "delete_namespaced_pod", pod["metadata"]["name"], namespace, grace_period_seconds=0,
+                         _request_timeout=30)
+        except (ApiError, InfraError):
+            pass  # gone already; the run's namespace goes at its end
+    return len(pods)
 
 
 def delete(cluster, namespace: str, wait_s: float = 0) -> bool:

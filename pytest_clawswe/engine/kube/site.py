@@ -42,6 +42,13 @@ class PodSite:
 
         return PodDockerClient(self, labels)
 
+    def item_pods(self, run_id: str, item_id: str, delete: bool = False) -> int | None:
+        """How many pods the item has (deleted with `delete`: a stage past its limit, run/item/phases.py); None when
+        the cluster could not say."""
+        from pytest_clawswe.engine.kube.namespace import item_pods
+
+        return item_pods(self.cluster, self.namespace, run_id, item_id, delete)
+
     def image_ref(self, tag: str) -> str:
         return self.publisher.ref(tag)
 

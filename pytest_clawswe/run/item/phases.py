@@ -11,9 +11,12 @@ A stage with a limit (`StageLimit`, from the item's Deadline: harness/deadline.p
 limit it calls the stage's `stop` (the runner's: it removes the item's containers, so the exec, attach or start the
 step waits on returns), and the stage ends with its own error (SetupTimeout, VerifyTimeout: errors.py) naming the
 phase, the limit and what to do. When the stop finds no container of the item, the step waits on a machine-wide
-build or pull (a harness bundle, an image: filled once for every later item): that time is not the item's, and the
-stage's clock starts again; pytest-timeout's hard stop (Deadline.hard_s) stays the backstop. The agent stage has no clock here: its clock is
-the harness wrapper's (Deadline.agent_timeout), which stops the agent and leaves its work to be graded.
+build, pull or push (a harness bundle, an image: filled once for every later item): that time is not the item's, and
+the stage's clock starts again; pytest-timeout's hard stop (Deadline.hard_s) stays the backstop. After such a wait the
+item's own containers appeared at some moment of the last period: when the clock next runs out and they are there
+(`count`), they get one whole period more, so an item's own work always has at least its limit (a first run on a
+cluster pushes its images for minutes, then the items' pods all start at once). The agent stage has no clock here: its
+clock is the harness wrapper's (Deadline.agent_timeout), which stops the agent and leaves its work to be graded.
 
 Whatever ends an item, the exception carries the phase it happened in (`phase_of`): the runner records it in the
 result (`error_phase`) and the item's error line shows it.
@@ -57,17 +60,18 @@ class StageLimit:
     # stops what the stage's steps wait on (called from the watchdog); returns how many of the item's containers it
     # stopped: 0 means the step waits on nothing of the item's (a machine-wide build), and the clock starts again
     stop: Callable[[], int | None] | None = None
+    count: Callable[[], int | None] | None = None  # how many of the item's containers there are, none stopped
 
 
 # what to do about a setup stage past its limit: the same for every benchmark (--setup-timeout is the core's)
 SETUP_HINT = "raise it with --setup-timeout, or check that the Docker engine answers (docker info); then --resume"
 
 
-def stage_limits(deadline, stop: Callable[[], int | None] | None, *, verify_hint: str,
-                 setup_hint: str = SETUP_HINT) -> dict[str, StageLimit]:
+def stage_limits(deadline, stop: Callable[[], int | None] | None, *, verify_hint: str, setup_hint: str = SETUP_HINT,
+                 count: Callable[[], int | None] | None = None) -> dict[str, StageLimit]:
     """The setup and verify stages' limits of an item from its Deadline (computed there once, never here)."""
-    return {SETUP: StageLimit(deadline.setup_s, SetupTimeout, setup_hint, stop),
-            VERIFY: StageLimit(deadline.verify_s, VerifyTimeout, verify_hint, stop)}
+    return {SETUP: StageLimit(deadline.setup_s, SetupTimeout, setup_hint, stop, count),
+            VERIFY: StageLimit(deadline.verify_s, VerifyTimeout, verify_hint, stop, count)}
 
 
 def causes(exc: BaseException | None, most: int = 20) -> Iterator[BaseException]:
@@ -97,13 +101,14 @@ class _Watchdog:
         self.limits, self.stage, self.lock = limits, "", threading.Lock()
         self.timer: threading.Timer | None = None
         self.fired = self.closed = False
+        self.waited = False  # the last period ran out on a machine-wide wait (the stop found nothing of the item)
 
     def enter(self, stage: str, last_phase: str) -> None:
         """A phase of `stage` begins: a new stage closes the previous one (raising its error if it ran out)."""
         if stage == self.stage:
             return
         self.close(last_phase)
-        self.stage, self.fired, self.closed = stage, False, False
+        self.stage, self.fired, self.closed, self.waited = stage, False, False, False
         if stage in self.limits:
             self._arm(stage)
 
@@ -112,13 +117,13 @@ class _Watchdog:
             if self.closed or stage != self.stage:
                 return
             limit = self.limits[stage]
-            stopped = None
-            if limit.stop is not None:
-                try:
-                    stopped = limit.stop()
-                except Exception:  # noqa: BLE001  the step then returns late: the hard stop is the backstop
-                    pass
+            if self.waited and _called(limit.count):  # its own containers came after the wait: a whole period more
+                self.waited = False
+                self._arm(stage)
+                return
+            stopped = _called(limit.stop)
             if stopped == 0:  # nothing of the item held it: a machine-wide build or pull it waits on, not the item's
+                self.waited = True
                 self._arm(stage)
                 return
             self.fired = True
@@ -149,6 +154,15 @@ class _Watchdog:
             if over is not None:
                 _tag(over, last_phase)
                 raise over
+
+
+def _called(step: Callable[[], int | None] | None) -> int | None:
+    """What a stage's stop or count says; None when it cannot (the step then returns late: the hard stop is the
+    backstop)."""
+    try:
+        return step() if step is not None else None
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def run_phases(phases: Sequence[Phase], state: Any, timings: dict,

@@ -93,6 +93,7 @@ class ItemRunner:
         # and what was made ahead for it (run/item/made_ahead.py)
         self.upcoming: Any = None
         self.ahead: Ahead | None = None
+        self.pod_site: Any = None  # a cluster's (--kubernetes: engine/kube/site.py): the item's sandboxes are pods
 
     # -- what a benchmark fills in ------------------------------------------------------------------
     def item_dir(self, item_id: str) -> Path:
@@ -211,15 +212,29 @@ class ItemRunner:
 
     def stop_containers(self, item_id: str) -> int | None:
         """Remove every container of the item on this runner's engine (found by the run's and the item's labels):
-        what a stage past its limit waits on (an exec, an attach, a start) then returns (run/item/phases.py). How
-        many were found (0: the item waits on no container of its own); None when the engine could not say. Pods
-        of a cluster are not found so: there the hard stop is the backstop."""
+        what a stage past its limit waits on (an exec, an attach, a start) then returns (run/item/phases.py), and on
+        a cluster its pods too. How many were found (0: the item waits on nothing of its own); None when neither the
+        engine nor the cluster could say."""
+        return self._item_containers(item_id, remove=True)
+
+    def count_containers(self, item_id: str) -> int | None:
+        """How many containers (on a cluster, and pods) of the item there are now, none touched; None when unknown."""
+        return self._item_containers(item_id, remove=False)
+
+    def _item_containers(self, item_id: str, remove: bool) -> int | None:
+        counts = [self._engine_containers(item_id, remove)]
+        if self.pod_site is not None:
+            counts.append(self.pod_site.item_pods(self.config.run_id, item_id, delete=remove))
+        known = [n for n in counts if n is not None]
+        return sum(known) if known else None
+
+    def _engine_containers(self, item_id: str, remove: bool) -> int | None:
         filters = {"label": [f"{LABEL_RUN}={self.config.run_id}", f"{LABEL_INSTANCE}={item_id}"]}
         try:
             found = self.client.containers.list(all=True, filters=filters)
         except (docker.errors.DockerException, OSError, AttributeError):
             return None
-        for container in found:
+        for container in found if remove else ():
             try:
                 container.remove(force=True)
             except (docker.errors.DockerException, OSError):

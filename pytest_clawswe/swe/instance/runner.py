@@ -110,6 +110,7 @@ class InstanceRunner(InstancePhases, ItemRunner):
         # past a stage's limit the item's containers go (the agent's, the preparation's, the evaluation's): what the
         # stage waits on returns. An image pull or build holds none: the hard stop is its backstop (run/item/phases.py)
         limits = stage_limits(deadline, lambda: self.stop_containers(instance.instance_id),
+                              count=lambda: self.count_containers(instance.instance_id),
                               verify_hint=f"the tests' own limit is --eval-timeout {self.swe.eval_timeout_s:g} (a test "
                                           "run past it is unresolved, as SWE-bench grades it): the evaluation's "
                                           "machinery hung; check the Docker engine, then --resume")
