@@ -23,6 +23,8 @@ end_cluster_phase() {  # Ctrl-C or a failed step: SIGINT, so that pytest runs it
   [ -z "$cluster_pid" ] || { kill -INT -- "-$cluster_pid" 2>/dev/null; wait "$cluster_pid" 2>/dev/null || true; }
 }
 trap 'end_cluster_phase; rm -rf "$probe" "$harbor_probe" "$kube_probe"; [ -n "${CLAWSWE_TEST_REPORTS:-}" ] || rm -rf "$reports"' EXIT
+# Ctrl-C or a stop while this script waits (on a phase, on the cluster phase): exit at once; the EXIT trap ends the rest
+trap 'exit 130' INT TERM
 # Which tests would run? (collection only; the same arguments)
 CLAWSWE_NEEDS_DOCKER_FILE=$probe CLAWSWE_NEEDS_HARBOR_FILE=$harbor_probe CLAWSWE_NEEDS_KUBE_FILE=$kube_probe \
   PYTHONPATH=scripts${PYTHONPATH:+:$PYTHONPATH} \
