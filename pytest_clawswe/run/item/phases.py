@@ -117,10 +117,12 @@ class _Watchdog:
             if self.closed or stage != self.stage:
                 return
             limit = self.limits[stage]
-            if self.waited and _called(limit.count):  # its own containers came after the wait: a whole period more
-                self.waited = False
-                self._arm(stage)
-                return
+            if self.waited:  # the last period ended on a machine-wide wait
+                found = _called(limit.count)
+                if found is not None:  # still none of its own (still waiting), or they came since: a whole period more
+                    self.waited = found == 0
+                    self._arm(stage)
+                    return
             stopped = _called(limit.stop)
             if stopped == 0:  # nothing of the item held it: a machine-wide build or pull it waits on, not the item's
                 self.waited = True
