@@ -6,7 +6,8 @@ exec_inspect`) and removes. Given this client, each of those calls is the same o
 container is a pod from the same image (its registry name), with the settings the caller asked for (user,
 added capabilities, memory limit, labels, no network), the copies are tar streams through exec, and an exec's
 `Pid` is the process's own (it writes it before it runs), so a caller's `kill -TERM <pid>` finds it (on Docker
-the Pid is the host's; swebench's stop at its timeout is made one that works either way: swe/grading/eval_output.py). The grading code, its eval script, log parser and report are swebench's own, byte for byte.
+the Pid is the host's; swebench's stop at its timeout is made one that works either way: swe/grading/eval_output.py).
+The grading code, its eval script, log parser and report are swebench's own, byte for byte.
 What it does not cover raises NotImplementedError: nothing is faked silently.
 """
 from __future__ import annotations

@@ -6,9 +6,8 @@ and grades that. An output without its beginning loses `>>>>> Start Test Output`
 read as unresolved) or some test results (a test that passed read as failing); one without its end loses
 `>>>>> End Test Output`, which scoring.score already takes for a cut evaluation. So the command becomes
 `printf <begin line>; printf <begin line> >&2; exec /bin/bash /eval.sh` (the same process): each of the two pipes
-the engine reads starts with the line, and the engine
-merges them as it always does (their order across pipes is the engine's, so the line is looked for at the start of
-each: the output is read demultiplexed and merged again here, in the order it came). What is lost is the stream's
+the engine reads starts with the line, and the engine merges them as it always does (their order across pipes is the
+engine's, so the line is looked for at the start of each: the output is read demultiplexed and merged again here, in the order it came). What is lost is the stream's
 first frames, and the first frame is one of the two lines, so a lost beginning always shows. The lines are taken
 off before swebench sees the output: test_output.txt is what swebench would write. An output without them is
 marked `lost`, and score() makes it an infrastructure error. The tests cannot be read again without being run again
