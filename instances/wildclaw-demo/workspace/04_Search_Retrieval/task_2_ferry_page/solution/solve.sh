@@ -2,7 +2,9 @@
 # Reference solution: open the page in headless Chromium with agent-browser, read the rendered table,
 # take a full-page screenshot, answer. Each command stands alone (absolute paths, no shared shell state).
 mkdir -p /tmp_workspace/results
-agent-browser open "file:///tmp_workspace/site/index.html"
+# on a machine busy with disk the CLI can stop waiting for its daemon while Chromium still starts ("Failed to read:
+# Resource temporarily unavailable", vercel-labs/agent-browser#1049): then the page is opened again, a little later
+for try in 1 2 3; do agent-browser open "file:///tmp_workspace/site/index.html" && break; sleep 3; done
 agent-browser wait "#timetable:not([hidden])"
 agent-browser get text "#timetable" > /tmp_workspace/results/table.txt
 agent-browser screenshot --full /tmp_workspace/results/timetable.png
