@@ -84,13 +84,17 @@ def test_an_item_whose_preparation_leaves_a_future_commit_errors(pytester, docke
         ws.exec(f"cd /testbed && git checkout -q -b leak && git -c user.name=t -c user.email=t@t "
                 f"commit -q --allow-empty -m leaked-fix "
                 f"&& git checkout -q -f {row['base_commit']}", check=True)
-        ws.container.commit(repository="clawswe-test/leaky", tag="latest")
-    weak = prep.PREPARE_SCRIPT.replace("git for-each-ref --format='%(refname)'",
-                                       "git for-each-ref --format='%(refname)' refs/tags")
-    monkeypatch.setattr(prep, "PREPARE_SCRIPT", weak)
-    data = {**row, "instance_id": "clawswe__leaky-1", "image": "clawswe-test/leaky:latest"}
-    (pytester.path / "leaky.json").write_text(json.dumps([data]))
-    # -n 0: in this process, where the weakened script is patched in (benchmark mode defaults to 3 workers)
-    result = pytester.runpytest("--harness", "oracle", "--dataset", "leaky.json", "-p", "no:cacheprovider", "-n", "0")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*future-commit purge failed*"])
+        leaky = ws.container.commit(repository="clawswe-test/leaky", tag="latest")
+    try:
+        weak = prep.PREPARE_SCRIPT.replace("git for-each-ref --format='%(refname)'",
+                                           "git for-each-ref --format='%(refname)' refs/tags")
+        monkeypatch.setattr(prep, "PREPARE_SCRIPT", weak)
+        data = {**row, "instance_id": "clawswe__leaky-1", "image": "clawswe-test/leaky:latest"}
+        (pytester.path / "leaky.json").write_text(json.dumps([data]))
+        # -n 0: in this process, where the weakened script is patched in (benchmark mode defaults to 3 workers)
+        result = pytester.runpytest("--harness", "oracle", "--dataset", "leaky.json", "-p", "no:cacheprovider",
+                                    "-n", "0")
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*future-commit purge failed*"])
+    finally:  # (each run's commit would otherwise leave the last one's image behind, untagged)
+        docker_client.images.remove(leaky.id, force=True)
