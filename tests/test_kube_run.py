@@ -1,6 +1,6 @@
 """A Claw-SWE-Bench run with `--kubernetes` on the test cluster (scripts/kube-cluster.sh, two nodes): the demo
 set's verdicts equal the Docker path's, the items are spread over both nodes by the scheduler (each
-metadata.json names its node), a model-calling harness reaches the gateway under the locked network, a node
+metadata.json names its node), tests that hang are unresolved at --eval-timeout, a model-calling harness reaches the gateway under the locked network, a node
 lost mid-run makes its items errors that --resume finishes, and nothing of a run is left in the cluster."""
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fake_harnesses.py"
 
 
-def bench(kube, run_dir, *extra, harness="oracle", ids=(), env=None):
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--dataset", "demo", "--run-dir", str(run_dir),
+def bench(kube, run_dir, *extra, harness="oracle", ids=(), env=None, dataset="demo"):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--dataset", dataset, "--run-dir", str(run_dir),
            f"--harness={harness}", "--kubernetes", kube.context, "--registry", kube.registry, *extra]
     if ids:
         cmd += ["--instance-ids", ",".join(ids)]
@@ -55,6 +55,34 @@ def test_the_demo_set_on_the_cluster_grades_as_on_docker(kube_cluster, demo_inst
     assert {v["node"] for v in got.values()} == set(kube_cluster.nodes)  # the scheduler used both nodes
     got = results(nop)
     assert {k: (v["outcome"], v["resolved"]) for k, v in got.items()} == {i: ("unresolved", False) for i in every}
+
+
+def test_tests_that_hang_on_the_cluster_are_unresolved_at_the_eval_timeout(kube_cluster, demo_instances, demo_images,
+                                                                          tmp_path):
+    """test_stage_limits_docker.py's hung tests on the cluster: the gold patch, tests that never end. swebench's stop at
+    --eval-timeout (made the shell's kill of every process in the evaluation sandbox: swe/grading/eval_output.py) runs
+    as an exec in the evaluation pod; the verdict is the evaluator's, unresolved, and the next instance resolves."""
+    from pytest_clawswe.swe.dataset import load_row
+
+    row = load_row(next(i for i in demo_instances if i.language == "Python"))
+    tests = "python3 -m pytest -rA -p no:cacheprovider tests"
+    assert tests in row["eval_script"]  # (the demo's test command: replaced below)
+    hung = {**row, "instance_id": "clawswe__hungtests-1",
+            "eval_script": row["eval_script"].replace(tests, "python3 -c 'import time; time.sleep(3600)'")}
+    dataset = tmp_path / "hung.json"
+    dataset.write_text(json.dumps([hung, row]))
+    run_dir = tmp_path / "run"
+    proc = bench(kube_cluster, run_dir, "--eval-timeout", "20", dataset=str(dataset))
+    out = proc.communicate(timeout=1800)[0]
+    assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
+    got = results(run_dir)
+    meta = got["clawswe__hungtests-1"]
+    assert (meta["outcome"], meta["error_type"]) == ("unresolved", ""), meta
+    assert "the tests timed out after 20" in meta["error"] and meta["timings"]["score"] < 20 + 120, meta
+    test_output = run_dir / "instances" / "clawswe__hungtests-1" / "eval" / "test_output.txt"
+    assert "Timeout error: 20 seconds exceeded." in test_output.read_text()
+    assert got[row["instance_id"]]["outcome"] == "resolved", got[row["instance_id"]]
+    assert not namespace_left(kube_cluster, run_dir)
 
 
 @pytest.mark.harness
