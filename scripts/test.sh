@@ -5,9 +5,8 @@
 # project's own virtual environment (.venv, made and updated by scripts/venv.sh).
 # Three phases (--test-phase, tests/conftest.py): the shared one runs the tests two at a time (a test file per
 # worker: most of their time is spent waiting on containers); beside it, the cluster phase runs the tests on the
-# test cluster one at a time (they wait on pods and never restart the Docker engine), then, in the same lane, a few
-# long shared files (conftest.LATE: the cluster phase ends first); then the few that restart the Docker engine or
-# start a second one run alone.
+# test cluster one at a time (they wait on pods and never restart the Docker engine); then the few that restart
+# the Docker engine or start a second one run alone.
 # CLAWSWE_TEST_WORKERS sets the first phase's workers (0: one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,26 +54,16 @@ if [ "$(cat "$kube_probe")" = yes ]; then
   echo "[test] the test cluster's binaries are ready ($(( $(date +%s) - start )) s)" >&2
 fi
 disk_free() { df -h --output=avail "$(docker info -f '{{.DockerRootDir}}' 2>/dev/null || echo /)" | tail -1 | tr -d ' '; }
-status=0 cluster=5 alone=0 shared_phases=shared,late
+status=0 cluster=5 alone=0
 [ "$(cat "$probe")" = no ] || echo "[test] disk free for Docker: $(disk_free)" >&2
-cluster_lane() {  # the cluster's tests, then (unless interrupted) the late ones; its code: the first that failed
-  local code=0 late=0
-  python -m pytest "$@" -n 0 --test-phase cluster --junitxml "$reports/cluster.xml" || code=$?
-  [ "$code" -eq 2 ] && return 2
-  python -m pytest "$@" -n 0 --test-phase late --junitxml "$reports/late.xml" || late=$?
-  if [ "$code" -eq 5 ] && [ "$late" -eq 5 ]; then return 5; fi
-  for c in "$code" "$late"; do [ "$c" -eq 0 ] || [ "$c" -eq 5 ] || return "$c"; done
-  return 0
-}
 if [ "$(cat "$kube_probe")" = yes ]; then
-  echo "[test] the cluster phase runs beside the shared one, then the late files (its output follows the shared phase's)" >&2
+  echo "[test] the cluster phase runs beside the shared one (its output follows the shared phase's)" >&2
   set -m  # its own process group, SIGINT not ignored (as it is for a background job without job control)
-  cluster_lane "$@" >"$reports/cluster.log" 2>&1 &
+  python -m pytest "$@" -n 0 --test-phase cluster --junitxml "$reports/cluster.xml" >"$reports/cluster.log" 2>&1 &
   cluster_pid=$!
   set +m
-  shared_phases=shared
 fi
-python -m pytest -n "${CLAWSWE_TEST_WORKERS:-2}" --dist loadfile "$@" --test-phase "$shared_phases" \
+python -m pytest -n "${CLAWSWE_TEST_WORKERS:-2}" --dist loadfile "$@" --test-phase shared \
   --junitxml "$reports/shared.xml" || status=$?
 [ "$status" -ne 2 ] || exit 2  # interrupted (or a usage error): the EXIT trap ends the cluster phase
 if [ -n "$cluster_pid" ]; then

@@ -1,4 +1,3 @@
-import argparse
 import os
 
 import pytest
@@ -6,20 +5,15 @@ import pytest
 from pytest_clawswe.swe.paths import DEMO_TASK_REPO
 
 pytest_plugins = ["pytester"]
-PHASES = ("all", "shared", "cluster", "late", "alone")  # scripts/test.sh's, and all of them (test_phase below)
-# Shared tests that scripts/test.sh runs after the cluster's, in the cluster phase's lane (a separate pytest, the
-# cluster gone), when there is a cluster phase: it ends minutes before the shared one, whose last minutes leave
-# CPU idle. A long file of independent Docker tests, so both lanes end near the same time (else it is shared).
-LATE = ("tests/test_harness_node.py",)
+PHASES = ("all", "shared", "cluster", "alone")  # scripts/test.sh's, and all of them (test_phase below)
 
 
 def pytest_addoption(parser):
-    parser.addoption("--test-phase", type=_phases, default="all",
-                     help="which of scripts/test.sh's phases to run (several: comma-separated): shared (two at a "
-                          "time on the one Docker engine), cluster (the tests on the test cluster, one at a time, "
-                          "beside the shared phase), late (shared tests that run after the cluster's, in its lane: "
-                          "conftest.LATE), alone (they restart the Docker engine or start a second one: nothing "
-                          "else may run then), or all of them (default)")
+    parser.addoption("--test-phase", choices=PHASES, default="all",
+                     help="which of scripts/test.sh's phases to run: shared (two at a time on the one Docker "
+                          "engine), cluster (the tests on the test cluster, one at a time, beside the shared "
+                          "phase), alone (they restart the Docker engine or start a second one: nothing else "
+                          "may run then), or all of them (default)")
     parser.addoption("--full-matrix", action="store_true",
                      help="the tests marked matrix run every harness on every item, instead of the representative "
                           "slice CI runs (tests/matrix.py); the full matrix: scripts/test.sh --full-matrix -m matrix")
@@ -36,33 +30,23 @@ def pytest_configure(config):
             os.environ.pop(name, None)
 
 
-def _phases(value: str) -> frozenset[str]:
-    chosen = frozenset(p.strip() for p in value.split(","))
-    if not chosen or not chosen <= set(PHASES):
-        raise argparse.ArgumentTypeError(f"{value!r}: each phase is one of {', '.join(PHASES)}")
-    return chosen
-
-
 def test_phase(item) -> str:
     """Its phase in scripts/test.sh: `alone` when marked exclusive or using the second Docker engine
     (tests/second_engine.py), `cluster` when using the test cluster (tests/kube_cluster.py: one per machine,
-    started by the first test that needs it; its tests never restart the Docker engine), `late` when in a file of
-    LATE, else `shared`."""
+    started by the first test that needs it; its tests never restart the Docker engine), else `shared`."""
     fixtures = getattr(item, "fixturenames", ())
     if item.get_closest_marker("exclusive") is not None or "second_engine" in fixtures:
         return "alone"
-    if "kube_cluster" in fixtures:
-        return "cluster"
-    return "late" if item.nodeid.split("::")[0] in LATE else "shared"
+    return "cluster" if "kube_cluster" in fixtures else "shared"
 
 
 def pytest_collection_modifyitems(config, items):
-    phases = config.getoption("--test-phase")
-    if "all" in phases:
+    phase = config.getoption("--test-phase")
+    if phase == "all":
         return
     keep, dropped = [], []
     for item in items:
-        (keep if test_phase(item) in phases else dropped).append(item)
+        (keep if test_phase(item) == phase else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
