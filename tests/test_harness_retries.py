@@ -36,7 +36,9 @@ def test_retries_share_one_budget_and_count_every_attempt(pytester, python_demo,
     assert second["harness_usage"]["budget_seen_s"] == pytest.approx(second["budget_s"], abs=0.01)
     # what the harness ran stayed within the budget; only the kill and the session backup come after it
     assert first["seconds"] + second["budget_s"] <= BUDGET + 0.5
-    assert meta["timings"]["agent"] <= BUDGET + 2
+    # the kill and the session backup after it are wall-clock work: 6.7 s once on a loaded 2-core CI machine (a
+    # fresh budget for the retry is ruled out above, by its budget_s)
+    assert meta["timings"]["agent"] <= BUDGET + 12
     run = json.loads((run_dir / "run.json").read_text())
     assert run["retries"] == 1 and run["purge"] is True and run["harness_settings"] == {}
 
