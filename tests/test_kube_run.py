@@ -1,7 +1,8 @@
 """A Claw-SWE-Bench run with `--kubernetes` on the test cluster (scripts/kube-cluster.sh, two nodes): the demo
 set's verdicts equal the Docker path's, the items are spread over both nodes by the scheduler (each
-metadata.json names its node), tests that hang are unresolved at --eval-timeout, a model-calling harness reaches the gateway under the locked network, a node
-lost mid-run makes its items errors that --resume finishes, and nothing of a run is left in the cluster."""
+metadata.json names its node), tests that hang are unresolved at --eval-timeout, a model-calling harness reaches
+the gateway under the locked network, a node lost mid-run makes its items errors that --resume finishes, and
+nothing of a run is left in the cluster."""
 from __future__ import annotations
 
 import json
