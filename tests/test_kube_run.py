@@ -63,13 +63,11 @@ def test_tests_that_hang_on_the_cluster_are_unresolved_at_the_eval_timeout(kube_
     """test_stage_limits_docker.py's hung tests on the cluster: the gold patch, tests that never end. swebench's stop at
     --eval-timeout (made the shell's kill of every process in the evaluation sandbox: swe/grading/eval_output.py) runs
     as an exec in the evaluation pod; the verdict is the evaluator's, unresolved, and the next instance resolves."""
+    from hung_tests import hung_tests_row
     from pytest_clawswe.swe.dataset import load_row
 
     row = load_row(next(i for i in demo_instances if i.language == "Python"))
-    tests = "python3 -m pytest -rA -p no:cacheprovider tests"
-    assert tests in row["eval_script"]  # (the demo's test command: replaced below)
-    hung = {**row, "instance_id": "clawswe__hungtests-1",
-            "eval_script": row["eval_script"].replace(tests, "python3 -c 'import time; time.sleep(3600)'")}
+    hung = hung_tests_row(row)
     dataset = tmp_path / "hung.json"
     dataset.write_text(json.dumps([hung, row]))
     run_dir = tmp_path / "run"

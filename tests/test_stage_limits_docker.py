@@ -97,13 +97,11 @@ def test_a_claw_swe_bench_instance_whose_tests_hang_is_unresolved_at_the_eval_ti
     ends the exec, and the verdict is the evaluator's: unresolved, the tests timed out. Not an error (the patch was
     graded as the official evaluator grades it), and the verify stage's own limit (eval timeout + its allowance) is
     not what ended it."""
+    from hung_tests import hung_tests_row
     from pytest_clawswe.swe.dataset import load_row
 
     row = load_row(python_demo)
-    tests = "python3 -m pytest -rA -p no:cacheprovider tests"
-    assert tests in row["eval_script"]  # (the demo's test command: replaced below)
-    hung = {**row, "instance_id": "clawswe__hungtests-1",
-            "eval_script": row["eval_script"].replace(tests, "python3 -c 'import time; time.sleep(3600)'")}
+    hung = hung_tests_row(row)
     (pytester.path / "hung.json").write_text(json.dumps([hung, row]))
     run_dir = tmp_path / "run"
     run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", "oracle", "--dataset", "hung.json",
