@@ -7,6 +7,7 @@
     │   │              it never fails; `retryable` says whether a second attempt from scratch may succeed
     │   └── StageTimeout   a stage of the item (run/item/phases.py) ran over its own limit and was stopped
     │       ├── SetupTimeout    images, containers, the sandbox's set-up (the Deadline's setup_s)
+    │       ├── AgentTimeout    the agent stage past the budget, the wrapper's grace and --agent-allowance
     │       └── VerifyTimeout   grading (the Deadline's verify_s)
     ├── ItemError      the item ends as an error result (a task's setup, its grader)
     └── Verdict        a wrong answer: a pytest failure (not resolved, not passed)
@@ -59,6 +60,13 @@ class SetupTimeout(StageTimeout):
     """The setup stage (images, the sandbox, its services and warmup) ran over its limit (--setup-timeout)."""
 
     stage = "setup"
+
+
+class AgentTimeout(StageTimeout):
+    """The agent stage ran over its limit (the budget, the wrapper's grace and --agent-allowance): a step after the
+    agent's own stop hung (a session backup, the patch's collection); its sandbox was removed, so nothing is graded."""
+
+    stage = "agent"
 
 
 class VerifyTimeout(StageTimeout):

@@ -43,6 +43,22 @@ class HangHarness(ListsProcessesOnBackup, Harness):
         return AgentRun("timeout" if result.timed_out else "stop", result.output)
 
 
+class StuckBackupHarness(Harness):
+    """Applies the gold patch and stops; its session backup then never ends for an instance whose id has "stuck" in
+    it (as a backup copying from a FIFO or a hung mount would): only the agent stage's own limit ends that item."""
+
+    name = "stuck-backup"
+    needs_model = False
+
+    def send_task(self, ctx, prompt):
+        apply_gold(ctx)
+        return AgentRun("stop", "applied")
+
+    def backup_session(self, ctx, dest) -> None:
+        if "stuck" in ctx.instance_id:
+            ctx.workspace.exec(["sleep", "3600"])  # no timeout, as a harness's own backup command has none
+
+
 class FlakyHarness(Harness):
     """Errors on its first attempt after scribbling in the repository; applies the gold patch on the retry."""
 

@@ -93,7 +93,7 @@ def test_a_run_folder_is_never_collected_as_tests(pytester):
 def test_an_instance_item_carries_its_target_markers_keywords_and_hard_stop(pytester):
     """What the item's set-up gives (run/item/nodes.py's BenchmarkItem, swe/items.py's InstanceItem): the instance as
     the runner's target, its id, the benchmark's and the language's markers, -k's words and the whole item's stop."""
-    from pytest_clawswe.harness.deadline import HARD_STOP_MARGIN_S, VERIFY_ALLOWANCE_S
+    from pytest_clawswe.harness.deadline import AGENT_ALLOWANCE_S, HARD_STOP_MARGIN_S, VERIFY_ALLOWANCE_S
     from pytest_clawswe.swe.items import SETUP_ALLOWANCE_S
 
     run = pytester.inline_run("--harness", "nop", "--dataset", "demo", "--instance-ids", "clawswe__semver-go-41",
@@ -104,16 +104,19 @@ def test_an_instance_item_carries_its_target_markers_keywords_and_hard_stop(pyte
     assert item.instance.instance_id == "clawswe__semver-go-41" and item.result is None
     assert {"clawswe", "go"} <= {m.name for m in item.iter_markers()}
     assert {item.instance.language, item.instance.repo, item.instance.repo_name} <= item.extra_keyword_matches
-    # nop: no wrapper grace; the verify stage's own limit (grade + its allowance) and the margin are in it
-    assert item.get_closest_marker("timeout").args[0] == SETUP_ALLOWANCE_S + 600 + 300 + VERIFY_ALLOWANCE_S \
-        + HARD_STOP_MARGIN_S
+    # nop: no wrapper grace; the agent and verify stages' own limits (their allowances) and the margin are in it
+    assert item.get_closest_marker("timeout").args[0] == SETUP_ALLOWANCE_S + 600 + AGENT_ALLOWANCE_S + 300 \
+        + VERIFY_ALLOWANCE_S + HARD_STOP_MARGIN_S
 
 
-@pytest.mark.parametrize("options, grace", [((), 60.0), (("--harness-option", "grace=5"), 5.0)])
-def test_an_items_hard_stop_leaves_room_for_every_stage_and_the_harness_wrappers_grace(pytester, options, grace):
-    """The hard stop is the deadline's (harness/deadline.py): setup, the agent's budget + its wrapper's grace
-    (openclaw's released +60 s, or --harness-option grace), and the verify stage's own limit (grade + allowance)."""
-    from pytest_clawswe.harness.deadline import HARD_STOP_MARGIN_S, VERIFY_ALLOWANCE_S
+@pytest.mark.parametrize("options, grace, allowance", [((), 60.0, None), (("--harness-option", "grace=5"), 5.0, None),
+                                                      (("--agent-allowance", "50"), 60.0, 50.0)])
+def test_an_items_hard_stop_leaves_room_for_every_stage_and_the_harness_wrappers_grace(pytester, options, grace,
+                                                                                     allowance):
+    """The hard stop is the deadline's (harness/deadline.py): setup, the agent stage's own limit (the budget + its
+    wrapper's grace (openclaw's released +60 s, or --harness-option grace) + --agent-allowance), and the verify
+    stage's own limit (grade + allowance)."""
+    from pytest_clawswe.harness.deadline import AGENT_ALLOWANCE_S, HARD_STOP_MARGIN_S, VERIFY_ALLOWANCE_S
     from pytest_clawswe.swe.items import SETUP_ALLOWANCE_S
 
     run = pytester.inline_run("--harness", "openclaw", "--model", "scripted/gold", *options, "--dataset", "demo",
@@ -121,4 +124,5 @@ def test_an_items_hard_stop_leaves_room_for_every_stage_and_the_harness_wrappers
                               "--collect-only", "-p", "no:cacheprovider", "-n", "0")
     (item,) = run.getcalls("pytest_collection_finish")[0].session.items
     hard = item.get_closest_marker("timeout").args[0]
-    assert hard == SETUP_ALLOWANCE_S + 600 + grace + 300 + VERIFY_ALLOWANCE_S + HARD_STOP_MARGIN_S
+    allowance = AGENT_ALLOWANCE_S if allowance is None else allowance
+    assert hard == SETUP_ALLOWANCE_S + 600 + grace + allowance + 300 + VERIFY_ALLOWANCE_S + HARD_STOP_MARGIN_S

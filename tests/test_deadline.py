@@ -12,7 +12,7 @@ import pytest
 
 import pytest_clawswe
 from pytest_clawswe.harness.adapter import AgentContext, AgentRun, Harness
-from pytest_clawswe.harness.deadline import Deadline
+from pytest_clawswe.harness.deadline import AGENT_ALLOWANCE_S, Deadline
 from pytest_clawswe.run.item.agent import run_attempt
 from pytest_clawswe.swe.items import MIN_RETRY_BUDGET_S, SETUP_ALLOWANCE_S, new_deadline
 
@@ -53,10 +53,12 @@ def test_the_budget_is_a_read_only_view_of_the_deadline():
 def test_claw_swe_bench_computes_every_limit_of_an_instance_in_one_place():
     from pytest_clawswe.harness.deadline import HARD_STOP_MARGIN_S
 
-    cfg = SimpleNamespace(budget_s=600.0, setup_timeout_s=None)  # the RunConfig fields it reads; the eval timeout is SweOptions'
+    # the RunConfig fields it reads; the eval timeout is SweOptions'
+    cfg = SimpleNamespace(budget_s=600.0, setup_timeout_s=None, agent_allowance_s=AGENT_ALLOWANCE_S)
     deadline = new_deadline(cfg, 300.0)
     assert deadline.budget_s == 600.0 and deadline.retry_min_s == MIN_RETRY_BUDGET_S
-    assert deadline.hard_s() == 600.0 + SETUP_ALLOWANCE_S + deadline.verify_s + HARD_STOP_MARGIN_S  # the backstop
+    assert deadline.hard_s() == (600.0 + AGENT_ALLOWANCE_S + SETUP_ALLOWANCE_S + deadline.verify_s
+                                 + HARD_STOP_MARGIN_S)  # the backstop
 
 
 def test_a_retry_gets_what_is_left_never_a_fresh_budget_nor_less_than_the_minimum():
@@ -118,14 +120,16 @@ class _NoWatch:
 
 
 def test_the_hard_stop_covers_every_stages_own_limit_so_each_stage_ends_with_its_own_error():
-    """The verify stage may take grade_s + its allowance (verify_s): an item whose setup, agent (budget + its
-    wrapper's grace) and verify each take their whole limit ends with that stage's error, never the hard stop's."""
+    """The verify stage may take grade_s + its allowance (verify_s), the agent stage budget + its wrapper's grace +
+    its allowance: an item whose setup, agent and verify stages each take their whole limit ends with that stage's
+    error, never the hard stop's."""
     from pytest_clawswe.harness.deadline import HARD_STOP_MARGIN_S, VERIFY_ALLOWANCE_S
 
     deadline = Deadline(600.0, setup_s=1200.0, grade_s=300.0)
-    every_stage = deadline.setup_s + deadline.agent_timeout(60.0) + deadline.verify_s
-    assert deadline.hard_s(60.0) > every_stage
-    assert deadline.hard_s(60.0) == 1200.0 + 600.0 + 60.0 + 300.0 + VERIFY_ALLOWANCE_S + HARD_STOP_MARGIN_S
+    every_stage = deadline.setup_s + deadline.agent_stage_s(60.0) + deadline.verify_s
+    assert deadline.hard_s(60.0) > every_stage and deadline.agent_stage_s(60.0) > deadline.agent_timeout(60.0)
+    assert deadline.hard_s(60.0) == (1200.0 + 600.0 + 60.0 + AGENT_ALLOWANCE_S + 300.0 + VERIFY_ALLOWANCE_S
+                                     + HARD_STOP_MARGIN_S)
     assert deadline.hard_s() == deadline.hard_s(0.0) < deadline.hard_s(60.0)  # no wrapper grace: none counted
     # a retry's deadline keeps the item's hard stop: it is the item's, not the attempt's
     assert deadline.for_retry(time.monotonic() - 500).hard_s(60.0) == deadline.hard_s(60.0)

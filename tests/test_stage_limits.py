@@ -1,5 +1,5 @@
-"""Issue 33 §3: an item's phases run in three stages (setup, agent, verify, as Harbor's trial), the setup and verify
-stages each with its own limit from the item's Deadline and its own error, and every item error records the phase it
+"""Issue 33 §3: an item's phases run in three stages (setup, agent, verify, as Harbor's trial), each with its own
+limit from the item's Deadline and its own error, and every item error records the phase it
 happened in (run/item/phases.py). Pure logic: the stop here releases what the step waits on, as removing the item's
 containers makes a blocked exec return (tests/test_stage_limits_docker.py does that with real containers)."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_clawswe.errors import InfraError, SetupTimeout, StageTimeout, VerifyTimeout
-from pytest_clawswe.harness.deadline import VERIFY_ALLOWANCE_S, Deadline
+from pytest_clawswe.errors import AgentTimeout, InfraError, SetupTimeout, StageTimeout, VerifyTimeout
+from pytest_clawswe.harness.deadline import AGENT_ALLOWANCE_S, VERIFY_ALLOWANCE_S, Deadline
 from pytest_clawswe.run.config import RunConfig
 from pytest_clawswe.run.item.phases import (AGENT, ALWAYS, NEVER, SETUP, VERIFY, Phase, StageLimit, phase_of,
                                             run_phases, stage_limits, staged)
@@ -111,9 +111,29 @@ def test_a_stage_that_ended_in_time_is_never_stopped_afterwards():
     assert blocked.stops == 0  # the agent's containers are never the setup stage's to stop
 
 
-def test_the_agent_stage_has_no_clock_of_its_own():
-    """The agent's clock is its wrapper's (budget + grace): at the budget the patch so far is still graded."""
-    assert set(stage_limits(Deadline(5.0, setup_s=1.0, grade_s=2.0), None, verify_hint="")) == {SETUP, VERIFY}
+def test_the_agent_stage_limit_comes_after_the_wrappers_stop_of_the_agent():
+    """The agent itself is stopped by its wrapper at budget + grace (its work still graded); the stage's own limit is
+    that plus the allowance for the steps around the agent, and a retry's shorter attempt does not shorten it."""
+    deadline = Deadline(5.0, setup_s=1.0, grade_s=2.0, agent_allowance_s=7.0)
+    limits = stage_limits(deadline, None, grace_s=3.0, verify_hint="")
+    assert set(limits) == {SETUP, AGENT, VERIFY}
+    assert limits[AGENT].seconds == 5.0 + 3.0 + 7.0 > deadline.agent_timeout(3.0)
+    assert limits[AGENT].error is AgentTimeout and "--agent-allowance" in limits[AGENT].hint
+    retry = deadline.for_retry(time.monotonic() - 4.0)
+    assert retry.agent_timeout(3.0) < deadline.agent_timeout(3.0) and retry.agent_stage_s(3.0) == 15.0
+    assert Deadline(5.0).agent_allowance_s == AGENT_ALLOWANCE_S
+
+
+def test_an_agent_stage_step_that_hangs_after_the_agent_ends_with_the_agent_stage_error():
+    blocked = Blocked()
+    limits = {AGENT: StageLimit(0.2, AgentTimeout, "raise --agent-allowance", blocked.stop)}
+    graded = []
+    phases = [*staged(AGENT, Phase("agent", lambda s: None, ALWAYS), Phase("agent_end", blocked.wait_then_fail)),
+              *staged(VERIFY, Phase("score", graded.append))]
+    with pytest.raises(AgentTimeout, match=r"agent stage .*0\.2 s \(phase agent_end .*--agent-allowance") as caught:
+        run_phases(phases, None, {}, limits)
+    assert phase_of(caught.value) == "agent_end" and blocked.stops == 1
+    assert graded == []  # its sandbox is gone: nothing is graded
 
 
 def test_the_stage_limits_come_from_the_items_deadline():
@@ -122,17 +142,21 @@ def test_the_stage_limits_come_from_the_items_deadline():
     from pytest_clawswe.wildclaw.items import SETUP_ALLOWANCE_S as WILD_SETUP_S
     from pytest_clawswe.wildclaw.items import new_deadline as new_task_deadline
 
-    limits = stage_limits(new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=None), 1800.0), None,
-                          verify_hint="b")
+    cfg = SimpleNamespace(budget_s=600.0, setup_timeout_s=None, agent_allowance_s=AGENT_ALLOWANCE_S)
+    limits = stage_limits(new_deadline(cfg, 1800.0), None, grace_s=60.0, verify_hint="b")
     assert limits[SETUP].seconds == SETUP_ALLOWANCE_S and limits[SETUP].error is SetupTimeout
     assert limits[VERIFY].seconds == 1800.0 + VERIFY_ALLOWANCE_S and limits[VERIFY].error is VerifyTimeout
-    given = new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=30.0), 1800.0)
-    assert given.setup_s == 30.0 and given.hard_s() == 30.0 + 600.0 + given.verify_s + HARD_STOP_MARGIN_S  # the backstop follows it
+    assert limits[AGENT].seconds == 600.0 + 60.0 + AGENT_ALLOWANCE_S and limits[AGENT].error is AgentTimeout
+    given = new_deadline(SimpleNamespace(budget_s=600.0, setup_timeout_s=30.0, agent_allowance_s=40.0), 1800.0)
+    assert given.setup_s == 30.0 and given.agent_stage_s(0.0) == 640.0
+    assert given.hard_s() == 30.0 + 640.0 + given.verify_s + HARD_STOP_MARGIN_S  # the backstop follows them
     options = SimpleNamespace(budget=lambda s: s * 2, grade_timeout_s=120.0)
     task = SimpleNamespace(timeout_seconds=300)
     assert new_task_deadline(options, task).setup_s == WILD_SETUP_S
     assert new_task_deadline(options, task, 20.0).setup_s == 20.0
     assert new_task_deadline(options, task).verify_s == 120.0 + VERIFY_ALLOWANCE_S
+    assert new_task_deadline(options, task).agent_stage_s(0.0) == 600.0 + AGENT_ALLOWANCE_S
+    assert new_task_deadline(options, task, None, 10.0).agent_stage_s(0.0) == 610.0
 
 
 @pytest.mark.parametrize("phases, where", [

@@ -2,7 +2,9 @@
 whose sandbox never comes up (its warmup hangs) ends at --setup-timeout with the setup stage's error naming the phase,
 its containers stopped, and the next task still runs and passes; a grader that hangs ends at --grade-timeout with the
 verify stage's error; a Claw-SWE-Bench instance whose preparation hangs ends at --setup-timeout in phase
-prepare_image and the next instance resolves; a Claw-SWE-Bench instance whose tests hang is graded by the real
+prepare_image and the next instance resolves; a Claw-SWE-Bench instance whose harness's session backup hangs after
+the agent ends at the agent stage's limit (budget + grace + --agent-allowance) and the next one resolves; a
+Claw-SWE-Bench instance whose tests hang is graded by the real
 SWE-bench evaluator at --eval-timeout as unresolved, its evaluation container removed. Each error records its phase in
 its result file and the terminal's error line shows it."""
 from __future__ import annotations
@@ -115,5 +117,34 @@ def test_a_claw_swe_bench_instance_whose_tests_hang_is_unresolved_at_the_eval_ti
     done = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
     assert done["outcome"] == "resolved", done
     run.assert_outcomes(passed=1, failed=1)
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+
+
+def test_a_claw_swe_bench_instance_whose_session_backup_hangs_ends_at_the_agent_stages_limit_and_the_next_one_resolves(
+        pytester, tmp_path, docker_client, python_demo):
+    """The agent applies the gold patch and stops; its harness's session backup then waits on a command that never
+    ends (tests/fake_harnesses.py StuckBackupHarness), after the wrapper's kill, which stops only the agent. Before the
+    agent stage had a limit of its own, only the item's hard stop ended it (setup + budget + grace + verify + 60 s).
+    Now the stage's limit (budget 10 s + grace 0 + --agent-allowance 20 s) removes the item's containers: an
+    AgentTimeout naming the phase, nothing graded, and the next instance resolves."""
+    from pytest_clawswe.swe.dataset import load_row
+
+    row = load_row(python_demo)
+    (pytester.path / "stuck.json").write_text(json.dumps([{**row, "instance_id": "clawswe__stuck-1"}, row]))
+    spec = f"{Path(__file__).parent / 'fake_harnesses.py'}:StuckBackupHarness"
+    run_dir = tmp_path / "run"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", spec, "--dataset", "stuck.json",
+                                        "--budget", "10", "--agent-allowance", "20", "--setup-timeout", "120",
+                                        "--eval-timeout", "60", "--run-dir", str(run_dir), timeout=900)
+    meta = json.loads((run_dir / "instances" / "clawswe__stuck-1" / "metadata.json").read_text())
+    assert meta["outcome"] == "error" and meta["error_type"] == "AgentTimeout", meta
+    assert meta["error_phase"] == "agent" and "agent stage did not finish within its limit of 30 s" in meta["error"]
+    assert "--agent-allowance" in meta["error"] and "score" not in meta["timings"], meta  # nothing graded
+    assert meta["timings"]["total"] < 30 + 60, meta["timings"]  # the stage's limit, not the hard stop's 570 s
+    assert "clawswe__stuck-1: " in run.stdout.str() and "[phase agent]" in run.stdout.str()
+    done = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
+    assert done["outcome"] == "resolved", done
+    run.assert_outcomes(passed=1, errors=1)
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
     assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []

@@ -122,7 +122,7 @@ def test_a_run_without_skills_gives_the_agent_no_skill_folder(pytester, tmp_path
 
 
 def test_the_items_hard_stop_leaves_room_for_a_scaled_budget(pytester):
-    from pytest_clawswe.harness.deadline import HARD_STOP_MARGIN_S, VERIFY_ALLOWANCE_S
+    from pytest_clawswe.harness.deadline import AGENT_ALLOWANCE_S, HARD_STOP_MARGIN_S, VERIFY_ALLOWANCE_S
     from pytest_clawswe.wildclaw.items import SETUP_ALLOWANCE_S
 
     run = pytester.inline_run(*WILD, "--model", "scripted/gold", "-k", "skills", "--budget-factor", "3",
@@ -130,5 +130,5 @@ def test_the_items_hard_stop_leaves_room_for_a_scaled_budget(pytester):
     (item,) = [i for i in run.getcalls("pytest_collection_finish")[0].session.items if "skills" in i.nodeid]
     # the task's 300 s x3, not its own 300 s: the backstop would have cut the agent at a third of its budget
     # with the verify stage's own limit (grade 120 s + its allowance); claude-code's wrapper has no grace here
-    assert item.get_closest_marker("timeout").args[0] == 900 + 120 + VERIFY_ALLOWANCE_S + SETUP_ALLOWANCE_S \
-        + HARD_STOP_MARGIN_S
+    assert item.get_closest_marker("timeout").args[0] == 900 + AGENT_ALLOWANCE_S + 120 + VERIFY_ALLOWANCE_S \
+        + SETUP_ALLOWANCE_S + HARD_STOP_MARGIN_S

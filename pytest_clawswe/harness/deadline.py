@@ -1,7 +1,7 @@
 """One item's deadline, made once by its benchmark's runner and read, never rewritten, by every phase.
 
 Every time limit of an item comes from here (as Harbor's trial computes its timeouts once when it is made): the
-setup and verify stages' own limits (run/item/phases.py), the item's hard stop (pytest-timeout's backstop,
+setup, agent and verify stages' own limits (run/item/phases.py), the item's hard stop (pytest-timeout's backstop,
 items.py), the agent's budget and what a retry gets of it (run/item/agent.py), the wrapper's deadline of a
 harness run (budget + the harness's own grace_s, adapters/_bundled.py) and a harness's own timeout (openclaw's
 --timeout). It lives on the harness layer because AgentContext, which adapters read, holds it; the runners above
@@ -19,8 +19,12 @@ from dataclasses import dataclass, replace
 # what the verify stage may take on top of grading's own timeout: the grading container's start, the inputs copied
 # into it, the patch applied, the report read (run/item/phases.py stops the stage at grade_s + this)
 VERIFY_ALLOWANCE_S = 300.0
+# what the agent stage may take on top of the agent's budget and its wrapper's grace: the harness's set-up, its
+# session backup, the patch or the sandbox's files collected, the sandbox removed (--agent-allowance; past it
+# run/item/phases.py stops the stage: a step that hangs after the wrapper's kill, which stops only the agent)
+AGENT_ALLOWANCE_S = 300.0
 # what the hard stop leaves past every stage's own limit: a stage's watchdog removes the item's containers and the
-# stage raises its own error (SetupTimeout, VerifyTimeout; the wrapper's kill at budget + grace) before the backstop
+# stage raises its own error (SetupTimeout, AgentTimeout, VerifyTimeout) before the backstop
 HARD_STOP_MARGIN_S = 60.0
 
 
@@ -31,6 +35,7 @@ class Deadline:
     grade_s: float = 0.0  # grading's own timeout (--eval-timeout / --grade-timeout)
     verify_allowance_s: float = VERIFY_ALLOWANCE_S  # the verify stage's limit is grade_s + this (verify_s)
     retry_min_s: float = 1.0  # a retry with less of the budget left than this is not started
+    agent_allowance_s: float = AGENT_ALLOWANCE_S  # the agent stage's limit is agent_s + grace + this (agent_stage_s)
     attempt_s: float | None = None  # this attempt's budget (a retry's: what was left); None: the whole agent_s
 
     @property
@@ -44,11 +49,16 @@ class Deadline:
         and the allowance for the rest of the stage."""
         return self.grade_s + self.verify_allowance_s
 
+    def agent_stage_s(self, grace_s: float) -> float:
+        """The agent stage's limit: the whole budget (its retries run within it) plus the wrapper's grace (`grace_s`,
+        as agent_timeout), which stop the agent itself, and the allowance for the stage's other steps."""
+        return self.agent_s + grace_s + self.agent_allowance_s
+
     def hard_s(self, grace_s: float = 0.0) -> float:
-        """The hard stop of the whole item (pytest-timeout's backstop): every stage's own limit, setup_s, the agent's
-        budget plus its wrapper's grace (`grace_s`, as agent_timeout; a retry runs within the budget) and verify_s,
-        then HARD_STOP_MARGIN_S, so a stage that runs out ends with its own, more precise, error."""
-        return self.setup_s + self.agent_s + grace_s + self.verify_s + HARD_STOP_MARGIN_S
+        """The hard stop of the whole item (pytest-timeout's backstop): every stage's own limit, setup_s,
+        agent_stage_s and verify_s, then HARD_STOP_MARGIN_S, so a stage that runs out ends with its own, more
+        precise, error."""
+        return self.setup_s + self.agent_stage_s(grace_s) + self.verify_s + HARD_STOP_MARGIN_S
 
     def left(self, since: float, now: float | None = None) -> float:
         """What is left of the agent's budget for an agent phase that began at `since` (time.monotonic())."""

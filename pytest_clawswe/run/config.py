@@ -19,6 +19,7 @@ from pytest_clawswe.engine.images.cache_level import CacheLevel
 from pytest_clawswe.errors import HarnessError
 from pytest_clawswe.files import load_run_info
 from pytest_clawswe.harness.adapter import Harness, get_harness_class
+from pytest_clawswe.harness.deadline import AGENT_ALLOWANCE_S
 from pytest_clawswe.model import NO_MODEL, Model
 from pytest_clawswe.run.options import (
     OPTIONS,
@@ -264,6 +265,7 @@ class RunConfig:
     model: Model  # --model, parsed once (run/options.py:model_value); a str given here is parsed (__post_init__)
     budget_s: float = 3600.0
     setup_timeout_s: float | None = None  # --setup-timeout: the setup stage's limit (None: the benchmark's own)
+    agent_allowance_s: float = AGENT_ALLOWANCE_S  # --agent-allowance: the agent stage's limit past budget + grace
     mem_limit: str | None = "8g"
     pids_limit: int | None = 300
     disk_limit: int | None = 20 * 2**30  # bytes an agent's container may write; None: no limit

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_clawswe.harness.deadline import AGENT_ALLOWANCE_S
 from pytest_clawswe.model import Model
 
 CORE_GROUP = "clawswe"  # pytest's option group of every benchmark's options (`pytest --help`)
@@ -209,6 +210,11 @@ OPTIONS: tuple[Option, ...] = (
            "may take before it is stopped as an error (default: the benchmark's, 1200 for Claw-SWE-Bench, 900 for "
            "WildClawBench)", "RunConfig.setup_timeout_s", dict(type=float, default=None, metavar="SECONDS"),
            config_field="setup_timeout_s", check=optional_seconds),
+    Option("--agent-allowance", "seconds the agent stage may take past the budget and the harness's grace (its "
+           "set-up, its session backup, the collection of its work) before it is stopped as an error "
+           "(default: %(default)s)", "RunConfig.agent_allowance_s", dict(type=float, default=AGENT_ALLOWANCE_S,
+                                                                         metavar="SECONDS"),
+           config_field="agent_allowance_s", check=positive_seconds),
     Option("--mem-limit", "memory limit of each container, e.g. 8g; none: no limit (default: %(default)s)",
            "RunConfig.mem_limit", dict(default="8g"), config_field="mem_limit", check=memory_limit),
     Option("--pids-limit", "process limit of each container (default: %(default)s)", "RunConfig.pids_limit",

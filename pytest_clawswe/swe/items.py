@@ -26,7 +26,7 @@ def new_deadline(cfg, eval_timeout_s: float) -> Deadline:
     item by InstanceRunner, read by the agent phase and its retries and the harness's wrapper; the item's hard
     stop below is the same function's."""
     return Deadline(cfg.budget_s, setup_s=cfg.setup_timeout_s or SETUP_ALLOWANCE_S, grade_s=eval_timeout_s,
-                    retry_min_s=MIN_RETRY_BUDGET_S)
+                    retry_min_s=MIN_RETRY_BUDGET_S, agent_allowance_s=cfg.agent_allowance_s)
 
 
 class DatasetCollector(BenchmarkCollector):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_clawswe.errors import Verdict
-from pytest_clawswe.harness.deadline import Deadline
+from pytest_clawswe.harness.deadline import AGENT_ALLOWANCE_S, Deadline
 from pytest_clawswe.run.item.nodes import BenchmarkCollector, BenchmarkItem
 from pytest_clawswe.wildclaw.results import PASSED, TaskResult
 from pytest_clawswe.wildclaw.task.file import MODALITIES, Task, TaskFileError, parse_task, task_files
@@ -20,14 +20,16 @@ CATEGORY_MARKERS = {"productivity": "Productivity Flow", "code": "Code Intellige
 SETUP_ALLOWANCE_S = 900  # the setup stage's limit (image builds, the container, services, warmup) by default
 
 
-def new_deadline(options, task: Task, setup_timeout_s: float | None = None) -> Deadline:
+def new_deadline(options, task: Task, setup_timeout_s: float | None = None,
+                 agent_allowance_s: float = AGENT_ALLOWANCE_S) -> Deadline:
     """A task's deadline (harness/deadline.py), the one place its time limits are computed: the agent's budget is
     the task's own timeout_seconds scaled by --budget-factor (what its prompt states too; result.json keeps the
     task's own). Made once per task by TaskRunner, read by the agent phase and the harness's wrapper; the item's
     hard stop below is the same function's. One attempt: a task changes its world, a retry would start dirty.
-    `setup_timeout_s`: --setup-timeout (RunConfig.setup_timeout_s), the setup stage's limit when given."""
+    `setup_timeout_s`: --setup-timeout (RunConfig.setup_timeout_s), the setup stage's limit when given;
+    `agent_allowance_s`: --agent-allowance (RunConfig.agent_allowance_s)."""
     return Deadline(options.budget(task.timeout_seconds), setup_s=setup_timeout_s or SETUP_ALLOWANCE_S,
-                    grade_s=options.grade_timeout_s)
+                    grade_s=options.grade_timeout_s, agent_allowance_s=agent_allowance_s)
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -86,8 +88,10 @@ class TaskItem(BenchmarkItem):
             return None
         from pytest_clawswe.run.session import RUN_KEY
 
-        cfg = self.config.stash.get(RUN_KEY, None)  # --setup-timeout, when the run's config is known
-        return new_deadline(opts, self.task, cfg.setup_timeout_s if cfg is not None else None)
+        cfg = self.config.stash.get(RUN_KEY, None)  # --setup-timeout, --agent-allowance: when the run's config is known
+        if cfg is None:
+            return new_deadline(opts, self.task)
+        return new_deadline(opts, self.task, cfg.setup_timeout_s, cfg.agent_allowance_s)
 
     def runtest(self) -> None:
         r = self.result

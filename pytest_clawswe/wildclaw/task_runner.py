@@ -93,11 +93,11 @@ class TaskRunner(TaskPhases, ItemRunner):
                           pass_score=self.options.pass_score, timeout_seconds=task.timeout_seconds)
 
     def run_phases(self, task: Task, work: Path, result: TaskResult) -> None:
-        deadline = new_deadline(self.options, task, self.config.setup_timeout_s)
+        deadline = new_deadline(self.options, task, self.config.setup_timeout_s, self.config.agent_allowance_s)
         # past a stage's limit the task's containers go (its sandbox, services, grader): what the stage waits on
         # returns; an image build holds none, the hard stop is its backstop (run/item/phases.py)
         limits = stage_limits(deadline, lambda: self.stop_containers(task.id), count=lambda: self.count_containers(task.id),
-                              verify_hint="raise --grade-timeout, then --resume")
+                              grace_s=self.harness.grace_s, verify_hint="raise --grade-timeout, then --resume")
         with ExitStack() as stack:  # the task's container and its services go on every path out (task_phases.py)
             run_phases(self.phases(), TaskRun(task, work, result, stack, deadline), result.timings, limits)
 

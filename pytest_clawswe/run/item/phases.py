@@ -9,14 +9,15 @@ result's timings under the phase's name, the keys the reports and `clawswe expor
 
 A stage with a limit (`StageLimit`, from the item's Deadline: harness/deadline.py) runs under a watchdog: at the
 limit it calls the stage's `stop` (the runner's: it removes the item's containers, so the exec, attach or start the
-step waits on returns), and the stage ends with its own error (SetupTimeout, VerifyTimeout: errors.py) naming the
+step waits on returns), and the stage ends with its own error (SetupTimeout, AgentTimeout, VerifyTimeout: errors.py) naming the
 phase, the limit and what to do. When the stop finds no container of the item, the step waits on a machine-wide
 build, pull or push (a harness bundle, an image: filled once for every later item): that time is not the item's, and
 the stage's clock starts again; pytest-timeout's hard stop (Deadline.hard_s) stays the backstop. After such a wait the
 item's own containers appeared at some moment of the last period: when the clock next runs out and they are there
 (`count`), they get one whole period more, so an item's own work always has at least its limit (a first run on a
-cluster pushes its images for minutes, then the items' pods all start at once). The agent stage has no clock here: its
-clock is the harness wrapper's (Deadline.agent_timeout), which stops the agent and leaves its work to be graded.
+cluster pushes its images for minutes, then the items' pods all start at once). The agent itself is stopped by the
+harness wrapper (Deadline.agent_timeout: budget + grace), which leaves its work to be graded; the agent stage's own
+limit (Deadline.agent_stage_s: that and --agent-allowance) ends a step that hangs after it (AgentTimeout).
 
 Whatever ends an item, the exception carries the phase it happened in (`phase_of`): the runner records it in the
 result (`error_phase`) and the item's error line shows it.
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_clawswe.errors import SetupTimeout, StageTimeout, VerifyTimeout
+from pytest_clawswe.errors import AgentTimeout, SetupTimeout, StageTimeout, VerifyTimeout
 
 OK, ALWAYS, NEVER = "ok", "always", "never"  # when a phase's seconds are kept: when it ends well, always, never
 SETUP, AGENT, VERIFY = "setup", "agent", "verify"  # the stages, in Harbor's trial's order
@@ -63,14 +64,19 @@ class StageLimit:
     count: Callable[[], int | None] | None = None  # how many of the item's containers there are, none stopped
 
 
-# what to do about a setup stage past its limit: the same for every benchmark (--setup-timeout is the core's)
+# what to do about a setup or agent stage past its limit: the same for every benchmark (the options are the core's)
 SETUP_HINT = "raise it with --setup-timeout, or check that the Docker engine answers (docker info); then --resume"
+AGENT_HINT = ("the agent was stopped at its budget, and a step after it hung (its session backup, the collection "
+              "of its work): check the harness's agent.log and the Docker engine, or raise --agent-allowance; "
+              "then --resume")
 
 
-def stage_limits(deadline, stop: Callable[[], int | None] | None, *, verify_hint: str, setup_hint: str = SETUP_HINT,
-                 count: Callable[[], int | None] | None = None) -> dict[str, StageLimit]:
-    """The setup and verify stages' limits of an item from its Deadline (computed there once, never here)."""
+def stage_limits(deadline, stop: Callable[[], int | None] | None, *, grace_s: float, verify_hint: str,
+                 setup_hint: str = SETUP_HINT, count: Callable[[], int | None] | None = None) -> dict[str, StageLimit]:
+    """The stages' limits of an item from its Deadline (computed there once, never here); `grace_s`: the run's
+    harness wrapper's grace past the budget (Harness.grace_s)."""
     return {SETUP: StageLimit(deadline.setup_s, SetupTimeout, setup_hint, stop, count),
+            AGENT: StageLimit(deadline.agent_stage_s(grace_s), AgentTimeout, AGENT_HINT, stop, count),
             VERIFY: StageLimit(deadline.verify_s, VerifyTimeout, verify_hint, stop, count)}
 
 
