@@ -9,6 +9,7 @@
     │       ├── SetupTimeout    images, containers, the sandbox's set-up (the Deadline's setup_s)
     │       ├── AgentTimeout    the agent stage past the budget, the wrapper's grace and --agent-allowance
     │       └── VerifyTimeout   grading (the Deadline's verify_s)
+    │   └── HardStop       the item ran past its hard stop (pytest-timeout, the Deadline's hard_s): the backstop
     ├── ItemError      the item ends as an error result (a task's setup, its grader)
     └── Verdict        a wrong answer: a pytest failure (not resolved, not passed)
 
@@ -73,6 +74,15 @@ class VerifyTimeout(StageTimeout):
     """The verify stage (the evaluation, the grader) ran over its limit (the benchmark's grading timeout)."""
 
     stage = "verify"
+
+
+class HardStop(InfraError):
+    """The item ran past its hard stop (pytest-timeout at the Deadline's hard_s, or --timeout): a step waited on what
+    its stage's stop could not end (a machine-wide build or pull, an engine that stopped answering). Not retried from
+    scratch: --resume runs the item again."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=False)
 
 
 class ItemError(ClawsweError):

@@ -148,3 +148,30 @@ def test_a_claw_swe_bench_instance_whose_session_backup_hangs_ends_at_the_agent_
     run.assert_outcomes(passed=1, errors=1)
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
     assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+
+
+def test_an_item_past_its_hard_stop_ends_as_one_sentence_that_says_what_to_do(pytester, tmp_path, docker_client,
+                                                                               python_demo):
+    """pytest-timeout's stop is the backstop of every stage's own limit (here --timeout, shorter than the budget, puts
+    it first): the item ends as a HardStop error whose sentence gives the limit, the phase and what to do, not as
+    pytest-timeout's "Failed: Timeout", and its containers go."""
+    from pytest_clawswe.swe.dataset import load_row
+
+    row = load_row(python_demo)
+    (pytester.path / "one.json").write_text(json.dumps([row]))
+    spec = f"{Path(__file__).parent / 'fake_harnesses.py'}:HangHarness"
+    run_dir = tmp_path / "run"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness", spec, "--dataset", "one.json",
+                                        "--budget", "120", "--timeout", "15", "-n", "0", "--run-dir", str(run_dir),
+                                        timeout=600)
+    meta = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
+    assert meta["outcome"] == "error" and meta["error_type"] == "HardStop", meta
+    assert meta["error"].startswith("the item ran past its hard stop of 15 s (every stage's own limit and a margin) "
+                                    "in phase agent: ") and meta["error"].endswith("then --resume"), meta["error"]
+    assert meta["error_phase"] == "agent" and meta["timings"]["total"] < 15 + 30, meta
+    out = run.stdout.str()
+    assert f"{row['instance_id']}: the item ran past its hard stop of 15 s" in out and "[phase agent]" in out
+    assert "Failed: Timeout" not in out.split("short test summary info")[-1]
+    run.assert_outcomes(errors=1)
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []

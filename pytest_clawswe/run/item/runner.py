@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import shutil
 import sys
 import time
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import docker.errors
+import pytest
 
-from pytest_clawswe.errors import InfraError, ItemError, StageTimeout
+from pytest_clawswe.errors import HardStop, InfraError, ItemError, StageTimeout
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN, owner_label
 from pytest_clawswe.run.item.phases import causes, phase_of
 from pytest_clawswe.run.item.result import ERROR
@@ -58,6 +60,25 @@ def _stage_error_first(exc: BaseException) -> None:
     if behind is not None:
         behind.add_note(f"then, cleaning up: {type(exc).__name__}: {exc}")
         raise behind from None
+
+
+# pytest-timeout's own sentence when it stops a test (its signal method raises pytest's Failed with it)
+_HARD_STOP = re.compile(r"^Timeout \(>([0-9.]+)s\) from pytest-timeout")
+
+
+def hard_stop(exc: BaseException) -> HardStop | None:
+    """The item's error when `exc` is pytest-timeout's stop of it (the hard stop: every stage's own limit was
+    passed and what the step waited on was not ended), as one sentence that says what to do; None otherwise."""
+    found = _HARD_STOP.match(str(exc))
+    if found is None or not isinstance(exc, pytest.fail.Exception):
+        return None
+    phase = phase_of(exc)
+    stopped = HardStop(f"the item ran past its hard stop of {float(found[1]):g} s (every stage's own limit and a "
+                       f"margin){f' in phase {phase}' if phase else ''}: a step waited on what its stage's stop "
+                       "could not end (a machine-wide image build or pull, a Docker engine that stopped "
+                       "answering); check that the engine answers (docker info), then --resume")
+    stopped.__cause__ = exc  # (its phase is exc's: phase_of follows the cause)
+    return stopped
 
 
 def _record(result, error: str, exc: BaseException) -> None:
@@ -148,6 +169,10 @@ class ItemRunner:
             _record(result, f"{type(exc).__name__}: {exc}"[:500], exc)
             raise
         except BaseException as exc:  # Ctrl-C, the hard timeout: recorded as an error, then raised on
+            stopped = hard_stop(exc)
+            if stopped is not None:  # one sentence of ours instead of pytest-timeout's
+                _record(result, str(stopped), stopped)
+                raise stopped from exc
             _record(result, f"interrupted: {type(exc).__name__}: {exc}"[:500], exc)
             raise
         finally:
