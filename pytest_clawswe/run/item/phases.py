@@ -9,8 +9,8 @@ result's timings under the phase's name, the keys the reports and `clawswe expor
 
 A stage with a limit (`StageLimit`, from the item's Deadline: harness/deadline.py) runs under a watchdog: at the
 limit it calls the stage's `stop` (the runner's: it removes the item's containers, so the exec, attach or start the
-step waits on returns), and the stage ends with its own error (SetupTimeout, AgentTimeout, VerifyTimeout: errors.py) naming the
-phase, the limit and what to do. When the stop finds no container of the item, the step waits on a machine-wide
+step waits on returns), and the stage ends with its own error (SetupTimeout, AgentTimeout, VerifyTimeout: errors.py)
+naming the phase, the limit and what to do. When the stop finds no container of the item, the step waits on a machine-wide
 build, pull or push (a harness bundle, an image: filled once for every later item): that time is not the item's, and
 the stage's clock starts again; pytest-timeout's hard stop (Deadline.hard_s) stays the backstop. After such a wait the
 item's own containers appeared at some moment of the last period: when the clock next runs out and they are there

@@ -109,8 +109,8 @@ class InstanceRunner(InstancePhases, ItemRunner):
         deadline = new_deadline(self.config, self.swe.eval_timeout_s)
         # past a stage's limit the item's containers go (the agent's, the preparation's, the evaluation's): what the
         # stage waits on returns. An image pull or build holds none: the hard stop is its backstop (run/item/phases.py)
-        limits = stage_limits(deadline, lambda: self.stop_containers(instance.instance_id), grace_s=self.harness.grace_s,
-                              count=lambda: self.count_containers(instance.instance_id),
+        limits = stage_limits(deadline, lambda: self.stop_containers(instance.instance_id),
+                              grace_s=self.harness.grace_s, count=lambda: self.count_containers(instance.instance_id),
                               verify_hint=f"the tests' own limit is --eval-timeout {self.swe.eval_timeout_s:g} (a test "
                                           "run past it is unresolved, as SWE-bench grades it): the evaluation's "
                                           "machinery hung; check the Docker engine, then --resume")
