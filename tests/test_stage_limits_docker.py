@@ -4,9 +4,9 @@ its containers stopped, and the next task still runs and passes; a grader that h
 verify stage's error; a Claw-SWE-Bench instance whose preparation hangs ends at --setup-timeout in phase
 prepare_image and the next instance resolves; a Claw-SWE-Bench instance whose harness's session backup hangs after
 the agent ends at the agent stage's limit (budget + grace + --agent-allowance) and the next one resolves; a
-Claw-SWE-Bench instance whose tests hang is graded by the real
-SWE-bench evaluator at --eval-timeout as unresolved, its evaluation container removed. Each error records its phase in
-its result file and the terminal's error line shows it."""
+Claw-SWE-Bench instance whose tests hang is graded by the real SWE-bench evaluator at --eval-timeout as unresolved,
+its evaluation container removed; an item past its hard stop ends as a HardStop error. Each error records its phase
+in its result file and the terminal's error line shows it."""
 from __future__ import annotations
 
 import csv
@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from run_containers import left_containers
 
 pytestmark = pytest.mark.docker
 
@@ -54,8 +56,7 @@ def test_a_hung_setup_and_a_hung_grader_end_at_their_stages_limits_and_the_next_
     rows = {row["task_id"]: row for row in csv.DictReader((run_dir / "results.csv").open(newline=""))}
     assert [rows[t]["error_phase"] for t in (HUNG_SETUP, PLAIN, HUNG_GRADER)] == ["setup", "", "verify"]
     run.assert_outcomes(passed=1, errors=2)
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_a_claw_swe_bench_instance_whose_preparation_hangs_ends_at_the_setup_limit_and_the_next_one_resolves(
@@ -86,8 +87,7 @@ def test_a_claw_swe_bench_instance_whose_preparation_hangs_ends_at_the_setup_lim
         done = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
         assert done["outcome"] == "resolved", done
         run.assert_outcomes(passed=1, errors=1)
-        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-        assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+        assert left_containers(docker_client, run_dir) == []
     finally:
         docker_client.images.remove(hanging, force=True)
 
@@ -117,8 +117,7 @@ def test_a_claw_swe_bench_instance_whose_tests_hang_is_unresolved_at_the_eval_ti
     done = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
     assert done["outcome"] == "resolved", done
     run.assert_outcomes(passed=1, failed=1)
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_a_claw_swe_bench_instance_whose_session_backup_hangs_ends_at_the_agent_stages_limit_and_the_next_one_resolves(
@@ -146,8 +145,7 @@ def test_a_claw_swe_bench_instance_whose_session_backup_hangs_ends_at_the_agent_
     done = json.loads((run_dir / "instances" / row["instance_id"] / "metadata.json").read_text())
     assert done["outcome"] == "resolved", done
     run.assert_outcomes(passed=1, errors=1)
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_an_item_past_its_hard_stop_ends_as_one_sentence_that_says_what_to_do(pytester, tmp_path, docker_client,
@@ -173,5 +171,4 @@ def test_an_item_past_its_hard_stop_ends_as_one_sentence_that_says_what_to_do(py
     assert f"{row['instance_id']}: the item ran past its hard stop of 15 s" in out and "[phase agent]" in out
     assert "Failed: Timeout" not in out.split("short test summary info")[-1]
     run.assert_outcomes(errors=1)
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+    assert left_containers(docker_client, run_dir) == []

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from matrix import select_expression, wildclaw_tasks
+from run_containers import left_containers
 
 from pytest_clawswe.wildclaw.options import DEMO_DIR
 from pytest_clawswe.wildclaw.task.file import parse_task, task_files
@@ -52,11 +53,6 @@ def run_wild(pytester, monkeypatch, harness, model, run_dir, *args, dataset="dem
 
 def results(run_dir: Path) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in run_dir.glob("tasks/*/result.json")}
-
-
-def left_containers(docker_client, run_dir: Path) -> list:
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    return docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"})
 
 
 CHAT_TASK = "03_Social_Interaction_task_3_release_blockers"
