@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+from run_containers import left_containers
 
 from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.run.item.made_ahead import Ahead
@@ -136,8 +137,7 @@ def test_each_later_item_takes_the_container_made_while_the_one_before_ended(doc
         assert t["container_start"] <= t["made_ahead"] + 0.05, t  # at most a wait for it: never a second start
     # one agent container per item, none extra; nothing of the run is left
     assert sorted(_agent_containers_created(docker_client, run_dir, since)) == sorted(ids)
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+    assert left_containers(docker_client, run_dir) == []
 
 
 @pytest.mark.docker

@@ -3,6 +3,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from run_containers import left_containers
 
 from pytest_clawswe.labels import LABEL_RUN
 
@@ -31,11 +32,6 @@ def read_run(run_dir):
     return preds, junit, reports
 
 
-def no_containers_left(docker_client, run_dir):
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    return docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
-
-
 def test_oracle_resolves_every_demo_instance_and_outputs_agree(pytester, docker_client, demo_instances,
                                                                demo_images, tmp_path):
     run_dir = tmp_path / "oracle"
@@ -51,7 +47,7 @@ def test_oracle_resolves_every_demo_instance_and_outputs_agree(pytester, docker_
     assert all(props["resolved"] == "True" and props["language"] for _, props in junit.values())
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["resolved"] == len(ids)
-    assert no_containers_left(docker_client, run_dir)
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_nop_resolves_none_and_outputs_agree(pytester, docker_client, demo_instances, demo_images, tmp_path):
@@ -67,7 +63,7 @@ def test_nop_resolves_none_and_outputs_agree(pytester, docker_client, demo_insta
     for i in ids:
         meta = json.loads((run_dir / "instances" / i / "metadata.json").read_text())
         assert (meta["outcome"], meta["finish_reason"]) == ("unresolved", "empty")
-    assert no_containers_left(docker_client, run_dir)
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_language_marker_selects_exactly_that_group(pytester, demo_instances):
@@ -101,7 +97,7 @@ def test_timeout_kills_the_agent_and_still_scores_its_patch(pytester, docker_cli
     assert meta["finish_reason"] == "timeout" and meta["resolved"] is True
     assert 5 <= meta["timings"]["agent"] < 30
     assert "sleep 100" not in (inst / "session" / "processes.txt").read_text()
-    assert no_containers_left(docker_client, run_dir)
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_a_harness_error_is_retried_once_from_a_clean_tree(pytester, python_demo, tmp_path):
@@ -137,7 +133,7 @@ def test_an_agent_filling_the_disk_is_stopped_and_graded_as_it_stands(pytester, 
     assert meta["timings"]["agent"] < 120  # stopped by the limit, long before the budget
     assert "dump1.bin: larger than 50 MiB, not read" in (inst / "patch.dropped.txt").read_text()
     assert "dump" not in (inst / "patch.diff").read_text()
-    assert no_containers_left(docker_client, run_dir)
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_bad_input_gets_one_clear_sentence(pytester, tmp_path):

@@ -4,6 +4,7 @@
 import uuid
 
 import pytest
+from run_containers import run_containers
 
 from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.swe.dataset import load_row
@@ -20,7 +21,7 @@ def test_the_evaluation_container_is_removed_on_the_engine_of_the_client(docker_
     s = score(docker_client, load_row(python_demo), python_demo.row["patch"], run_id=run_id, model_label="t",
               eval_dir=tmp_path, labels={LABEL_RUN: run_id})
     join_removals()  # the removal runs beside the rest of the item
-    left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+    left = run_containers(docker_client, run_id)
     for container in left:
         container.remove(force=True)
     assert s.resolved is True
@@ -44,7 +45,7 @@ def test_the_container_made_ahead_is_the_one_the_evaluation_runs_in(docker_clien
     assert s.resolved is True
     assert f"started: {made.id}" in (tmp_path / "run_instance.log").read_text()  # no second container
     join_removals()
-    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+    assert run_containers(docker_client, run_id) == []
 
 
 def test_a_container_made_ahead_for_an_item_that_never_got_to_its_evaluation_is_removed(docker_client,
@@ -54,9 +55,9 @@ def test_a_container_made_ahead_for_an_item_that_never_got_to_its_evaluation_is_
     run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
     ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id}, after_s=0)
     ahead._thread.join()
-    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) != []
+    assert run_containers(docker_client, run_id) != []
     ahead.discard()
-    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+    assert run_containers(docker_client, run_id) == []
 
 
 def test_an_agent_that_ends_at_once_costs_no_container_made_ahead(docker_client, python_demo):
@@ -65,7 +66,7 @@ def test_an_agent_that_ends_at_once_costs_no_container_made_ahead(docker_client,
     run_id = f"t-ahead-{uuid.uuid4().hex[:6]}"
     ahead = EvalContainer(docker_client, load_row(python_demo), run_id, {LABEL_RUN: run_id}, after_s=5)
     assert ahead.take() is None  # at once: the wait is cancelled, nothing was made
-    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+    assert run_containers(docker_client, run_id) == []
 
 
 def test_a_container_made_ahead_under_another_name_is_still_the_one_used_and_removed(docker_client, python_demo,
@@ -85,7 +86,7 @@ def test_a_container_made_ahead_under_another_name_is_still_the_one_used_and_rem
     s = score(docker_client, row, python_demo.row["patch"], run_id=run_id, model_label="t", eval_dir=tmp_path,
               labels=labels, ahead=ahead)
     join_removals()
-    left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+    left = run_containers(docker_client, run_id)
     for container in left:
         container.remove(force=True)
     assert s.resolved is True and left == []

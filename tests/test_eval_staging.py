@@ -6,6 +6,7 @@ import time
 import uuid
 
 import pytest
+from run_containers import run_containers
 
 from pytest_clawswe.labels import LABEL_RUN
 from pytest_clawswe.swe.dataset import load_row
@@ -49,7 +50,7 @@ def test_the_evaluation_runs_no_mkdir_in_a_container_made_ahead(docker_client, p
     assert s.resolved is True
     assert not [cmd for cmd in ran if cmd.startswith("mkdir")], ran
     assert any("git apply" in cmd for cmd in ran) and any("/eval.sh" in cmd for cmd in ran), ran
-    assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+    assert run_containers(docker_client, run_id) == []
 
 
 def test_an_archive_that_is_not_the_staged_eval_script_is_copied_for_real(docker_client, python_demo):

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from run_containers import left_containers, run_containers, run_id_of
 
 from pytest_clawswe.labels import LABEL_RUN
 
@@ -38,17 +39,8 @@ def wait_for(predicate, timeout=300, what="condition"):
 
 def agents_running(client, run_dir, count):
     def check():
-        if not (run_dir / "run.json").is_file():
-            return False
-        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-        found = client.containers.list(filters={"label": [f"{LABEL_RUN}={run_id}", "clawswe.role=agent"]})
-        return len(found) >= count
+        return bool(run_id_of(run_dir)) and len(run_containers(client, run_dir, "agent", running=True)) >= count
     return check
-
-
-def leftovers(client, run_dir):
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    return client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
 
 
 def outcomes(run_dir):
@@ -91,12 +83,12 @@ def test_sigkill_of_a_worker_mid_agent_then_resume(docker_client, two_ids, tmp_p
     time.sleep(1)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=300)
-    assert leftovers(docker_client, run_dir) == []
+    assert left_containers(docker_client, run_dir) == []
     assert "resolved" not in outcomes(run_dir).values()  # nobody finished; nothing was scored as a fail
     assert "unresolved" not in outcomes(run_dir).values()
     assert predictions(run_dir) == []
     finish_with_resume(run_dir, two_ids, tmp_path)
-    assert leftovers(docker_client, run_dir) == []
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_sigint_of_the_controller_then_resume(docker_client, two_ids, tmp_path):
@@ -106,7 +98,7 @@ def test_sigint_of_the_controller_then_resume(docker_client, two_ids, tmp_path):
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=300)[0]
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert leftovers(docker_client, run_dir) == []
+    assert left_containers(docker_client, run_dir) == []
     assert set(outcomes(run_dir).values()) <= {"error"} and predictions(run_dir) == []
     finish_with_resume(run_dir, two_ids, tmp_path)
 
@@ -122,7 +114,7 @@ def test_gateway_killed_mid_request_then_resume(docker_client, python_demo, tmp_
     gateway_pid = json.loads((run_dir / "gateway" / "gateway.json").read_text())["pid"]
     os.kill(gateway_pid, signal.SIGKILL)  # the run started it: ours to kill
     out = proc.communicate(timeout=300)[0]
-    assert leftovers(docker_client, run_dir) == []
+    assert left_containers(docker_client, run_dir) == []
     assert outcomes(run_dir) == {iid: "error"}, out
     meta = json.loads((run_dir / "instances" / iid / "metadata.json").read_text())
     assert "gateway" in meta["error"]
@@ -160,7 +152,7 @@ def test_disk_full_in_the_run_dir_then_resume(docker_client, python_demo, small_
     out = proc.communicate(timeout=600)[0]
     assert proc.returncode != 0
     assert "free space" in out or "No space left" in out, out
-    assert leftovers(docker_client, run_dir) == []
+    assert left_containers(docker_client, run_dir) == []
     assert outcomes(run_dir).get(iid) in (None, "error")  # absent or an error: never a fail
     filler.unlink()
     finish_with_resume(run_dir, [iid], small_disk.parent)
@@ -196,25 +188,19 @@ def test_dockerd_restart_mid_run_then_resume(docker_client, python_demo, tmp_pat
     client = docker.from_env()  # the fixture's client spoke to the daemon that was stopped
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
     # the run's end waited for the engine to come back and removed what the restart left behind
-    assert leftovers(client, run_dir) == [], out
+    assert left_containers(client, run_dir) == [], out
     finish_with_resume(run_dir, [iid], tmp_path)
     assert json.loads((run_dir / "run.json").read_text())["run_id"] == run_id  # a resume is the same run
-    assert leftovers(client, run_dir) == []
+    assert left_containers(client, run_dir) == []
 
 
 # -- issue 12 case 1: Ctrl-C while evaluations run ------------------------------------------------------
 CASE1_K = "rangeset or recur or csvkit or pathnorm"
 
 
-def run_id_of(run_dir):
-    return json.loads((run_dir / "run.json").read_text())["run_id"] if (run_dir / "run.json").is_file() else None
-
-
 def role_running(client, run_dir, role):
     def check():
-        run_id = run_id_of(run_dir)
-        return bool(run_id) and bool(client.containers.list(
-            filters={"label": [f"{LABEL_RUN}={run_id}", f"clawswe.role={role}"]}))
+        return bool(run_id_of(run_dir)) and bool(run_containers(client, run_dir, role, running=True))
     return check
 
 
@@ -236,7 +222,7 @@ def test_case1_sigint_during_evaluation_then_resume_scores_all(docker_client, de
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=300)[0]
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert leftovers(docker_client, run_dir) == [], out
+    assert left_containers(docker_client, run_dir) == [], out
     # an interrupted instance is an error (re-run on resume) or absent, never a verdict the oracle cannot earn
     assert set(outcomes(run_dir).values()) <= {"resolved", "error"}, out
     assert started(run_dir) <= before, "an item started after Ctrl-C"
@@ -246,7 +232,7 @@ def test_case1_sigint_during_evaluation_then_resume_scores_all(docker_client, de
     ids = ["clawswe__csvkit-java-23", "clawswe__pathnorm-c-15", "clawswe__rangeset-rs-17", "clawswe__recur-rb-31"]
     assert outcomes(run_dir) == {i: "resolved" for i in ids}  # the oracle scores 4/4
     assert sorted(predictions(run_dir)) == ids
-    assert leftovers(docker_client, run_dir) == []
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_case1_second_sigint_stops_at_once(docker_client, two_ids, tmp_path):
@@ -260,7 +246,7 @@ def test_case1_second_sigint_stops_at_once(docker_client, two_ids, tmp_path):
     out = proc.communicate(timeout=120)[0]
     assert time.monotonic() - t < 15, out
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert leftovers(docker_client, run_dir) == [], out
+    assert left_containers(docker_client, run_dir) == [], out
     assert set(outcomes(run_dir).values()) <= {"error"}
 
 
@@ -286,7 +272,7 @@ def test_case1_a_killed_evaluation_is_an_error_not_a_verdict(docker_client, demo
     worker = threading.Thread(target=grade)
     worker.start()
     found = []
-    wait_for(lambda: found.extend(docker_client.containers.list(filters={"label": f"{LABEL_RUN}={run_id}"}))
+    wait_for(lambda: found.extend(run_containers(docker_client, run_id, running=True))
              or found, timeout=120, what="the evaluation container")
     # the evaluation script is cut off, its container lives on (as when a stop reaches the script first)
     kill = ("for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in "

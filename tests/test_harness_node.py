@@ -24,6 +24,7 @@ from pytest_clawswe.harness.adapters.openclaw import OpenClawHarness
 sys.path.insert(0, str(Path(__file__).parent))  # loaded by path too (--harness FILE:Class)
 from fake_harnesses import ListsProcessesOnBackup  # noqa: E402
 from matrix import NODE_NOOP_SLICE  # noqa: E402
+from run_containers import left_containers  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
@@ -146,7 +147,7 @@ def test_gold_resolves_and_accounts_exactly(pytester, monkeypatch, docker_client
         for iid in node_demo:
             agent_ws = run_dir / "instances" / iid / "session" / "openclaw" / f"swe-{iid}".lower().replace(".", "-")
             assert (agent_ws / "AGENTS.md").is_file(), sorted(p.name for p in agent_ws.parent.iterdir())
-    assert no_containers_left(docker_client, run_dir)
+    assert left_containers(docker_client, run_dir) == []
 
 
 @pytest.mark.matrix
@@ -161,7 +162,7 @@ def test_noop_resolves_nothing(pytester, monkeypatch, docker_client, node_demo, 
     metas = check_run(run_dir, harness, {iid: node_demo[iid] for iid in ids}, resolved=False)
     if harness == "bare":
         assert all(m["harness_usage"]["diff_applied"] is False for m in metas.values())
-    assert no_containers_left(docker_client, run_dir)
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_a_budget_cut_kills_every_openclaw_process(pytester, monkeypatch, docker_client, node_demo, bundle_images,
@@ -185,11 +186,6 @@ def test_a_budget_cut_kills_every_openclaw_process(pytester, monkeypatch, docker
     records = gateway_records(run_dir, iid)
     assert meta["usage"]["requests"] == len(records)
     assert no_key_anywhere(run_dir) == []
-    assert no_containers_left(docker_client, run_dir)
+    assert left_containers(docker_client, run_dir) == []
 
 
-def no_containers_left(docker_client, run_dir: Path) -> bool:
-    from pytest_clawswe.labels import LABEL_RUN
-
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    return docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []

@@ -20,6 +20,7 @@ from pytest_clawswe.harness.adapters.hermes import HermesHarness
 
 sys.path.insert(0, str(Path(__file__).parent))  # loaded by path too (--harness FILE:Class)
 from fake_harnesses import ListsProcessesOnBackup  # noqa: E402
+from run_containers import left_containers  # noqa: E402
 
 FAKE_KEY = "sk-or-REAL-KEY-MUST-NOT-LEAK"
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -195,8 +196,7 @@ def test_real_harness_resolves_with_scripted_gold_and_not_with_noop(pytester, mo
     _check_run(noop_dir, harness, two_groups, gold=False)
     for run_dir in (gold_dir, noop_dir):
         _assert_no_key(run_dir)
-        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-        assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={run_id}"}) == []
+        assert left_containers(docker_client, run_dir) == []
 
 
 @pytest.mark.docker

@@ -7,8 +7,8 @@ import sys
 import time
 
 import pytest
+from run_containers import run_containers, run_id_of
 
-from pytest_clawswe.labels import LABEL_RUN
 
 pytestmark = pytest.mark.docker
 
@@ -24,17 +24,15 @@ def start_run(tmp_path, rootpath, *args):
 def wait_for_agent_containers(docker_client, run_dir, count, timeout=300):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if (run_dir / "run.json").is_file():
-            run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-            found = docker_client.containers.list(filters={"label": [f"{LABEL_RUN}={run_id}", "clawswe.role=agent"]})
-            if len(found) >= count:
-                return run_id
+        run_id = run_id_of(run_dir)
+        if run_id and len(run_containers(docker_client, run_id, "agent", running=True)) >= count:
+            return run_id
         time.sleep(0.5)
     raise AssertionError("the agents never started")
 
 
 def containers_of(docker_client, run_id):
-    return docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+    return run_containers(docker_client, run_id)
 
 
 def test_sigint_mid_item_leaves_no_container(docker_client, python_demo, tmp_path, request):

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from run_containers import run_containers, run_objects
 from second_engine import second_engine_fixture  # noqa: F401  (the second_engine fixture)
 
 from pytest_clawswe.engine import hosts
@@ -130,13 +131,6 @@ def results(run_dir):
     return out
 
 
-def run_objects(client, run_dir):
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    label = {"label": f"{LABEL_RUN}={run_id}"}
-    return client.containers.list(all=True, filters=label) + client.networks.list(filters=label) \
-        + client.volumes.list(filters=label)
-
-
 @pytest.mark.docker
 def test_demo_set_over_two_engines_equals_one_engine(second_engine, docker_client, demo_instances, demo_images,
                                                      tmp_path):
@@ -224,8 +218,7 @@ def test_clawswe_clean_cleans_the_engine_it_is_given(second_engine, docker_clien
     assert done.returncode == 0, done.stderr
     assert "removed 4 leftover object(s)" in done.stdout  # the container, the network and the two rules
     assert _rules(run_id, E2_NS) == []
-    label = {"label": f"{LABEL_RUN}={run_id}"}
-    assert engine2.containers.list(all=True, filters=label) == [] and engine2.networks.list(filters=label) == []
+    assert run_objects(engine2, run_id, volumes=False) == []
 
 
 # -- a model-calling harness on another machine's engine: the relay (pytest_clawswe/relay.py) -------------
@@ -388,7 +381,7 @@ def test_a_relay_whose_host_cannot_reach_the_gateway_is_found_before_any_item(se
             relay._check_reaches(engine2, run_id, f"{second_engine.host_side_addr}:9", second_engine.url)
     finally:
         clean(engine2, run_id, include_live=True, progress=lambda m: None, remote=True)
-    assert engine2.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+    assert run_containers(engine2, run_id) == []
 
 
 @pytest.mark.docker

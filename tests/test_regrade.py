@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
+from run_containers import run_objects
 from usage_checks import digest
 
-from pytest_clawswe.labels import LABEL_RUN
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
@@ -50,9 +50,7 @@ def results(run_dir: Path) -> dict[str, dict]:
 
 
 def left(docker_client, run_dir: Path) -> list:
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    label = {"label": f"{LABEL_RUN}={run_id}"}
-    return docker_client.containers.list(all=True, filters=label) + docker_client.networks.list(filters=label)
+    return run_objects(docker_client, run_dir, volumes=False)
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from run_containers import run_objects
 from usage_checks import digest, one_sentence
 
-from pytest_clawswe.labels import LABEL_RUN  # its old home: the tests also run against main
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,9 +28,7 @@ def pytest_run(*args, cwd, env=None):
 
 
 def docker_objects(client, run_id):
-    label = {"label": f"{LABEL_RUN}={run_id}"}
-    return (client.containers.list(all=True, filters=label) + client.networks.list(filters=label)
-            + client.volumes.list(filters=label))
+    return run_objects(client, run_id)
 
 
 @pytest.fixture(scope="module")

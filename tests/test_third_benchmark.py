@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from run_containers import left_containers
 
 pytestmark = pytest.mark.docker
 TESTS = Path(__file__).resolve().parent
@@ -38,7 +39,7 @@ def test_a_third_benchmark_runs_its_item_in_docker_through_the_core(pytester, do
     summary = json.loads((run_dir / "summary.json").read_text())
     assert (summary["tasks"], summary["passed"]) == (1, 1) and summary["disk"]["run_dir_bytes"] > 0  # + the core's
     assert "tinybench: 1/1 passed" in result.stdout.str()
-    assert docker_client.containers.list(all=True, filters={"label": f"clawswe.run={info['run_id']}"}) == []
+    assert left_containers(docker_client, run_dir) == []
 
 
 def test_its_items_fail_and_resume_like_any_benchmark(pytester, docker_client, tmp_path):

@@ -12,7 +12,8 @@ from pytest_clawswe.wildclaw.options import DEMO_DIR
 from pytest_clawswe.wildclaw.task import image_helper
 from pytest_clawswe.wildclaw.task.file import parse_task, task_files
 
-from tests.test_wildclaw_run import REAL_KEY, bundle, left_containers, results, run_wild
+from tests.test_wildclaw_run import REAL_KEY, bundle, results, run_wild
+from run_containers import left_containers
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 

@@ -29,7 +29,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from judge_provider import HANG, PROVIDER_COST, USAGE, JudgeProvider, image_urls, prompt_text  # noqa: E402
-from test_wildclaw_run import bundle, left_containers, results  # noqa: E402
+from test_wildclaw_run import bundle, results  # noqa: E402
+from run_containers import left_containers  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 

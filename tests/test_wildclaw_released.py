@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_wildclaw_run import bundle, left_containers, results, run_wild
+from test_wildclaw_run import bundle, results, run_wild
+from run_containers import left_containers
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 

@@ -6,6 +6,7 @@ import uuid
 
 import docker.errors
 import pytest
+from run_containers import run_containers
 
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN
@@ -155,12 +156,12 @@ def test_the_sidecar_carries_the_run_labels_and_is_gone_after_stop(docker_client
     with pytest.raises(ValueError, match="unknown service"):
         start_sidecar(docker_client, agent, {"services": ["gmial"]}, SOCIAL, tmp_path, labels=run_labels, image=image)
     car = start_sidecar(docker_client, agent, {}, SOCIAL, tmp_path / "audit", labels=run_labels, image=image)
-    found = docker_client.containers.list(filters={"label": f"{LABEL_RUN}={run_labels[LABEL_RUN]}"})
+    found = run_containers(docker_client, run_labels[LABEL_RUN], running=True)
     assert car.container.id in {c.id for c in found}
     assert sorted(car.ports) == ["calendar", "contacts", "gmail"]  # from the fixture files present
     stop_sidecar(car)
     assert (tmp_path / "audit" / "meta.json").is_file()
-    found = docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_labels[LABEL_RUN]}"})
+    found = run_containers(docker_client, run_labels[LABEL_RUN])
     assert car.container.id not in {c.id for c in found}
     # a sidecar a killed run left behind is swept by `clawswe clean --run-id`
     left = start_sidecar(docker_client, agent, None, SOCIAL, tmp_path / "left", labels=run_labels, image=image)

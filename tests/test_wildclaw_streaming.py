@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from streaming_provider import StreamingProvider
-from test_wildclaw_run import bundle, left_containers, results, run_wild
+from test_wildclaw_run import bundle, results, run_wild
+from run_containers import left_containers
 
 from pytest_clawswe.wildclaw.options import DEMO_DIR
 

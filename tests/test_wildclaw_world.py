@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_wildclaw_run import bundle, left_containers, results, run_wild
+from tests.test_wildclaw_run import bundle, results, run_wild
+from run_containers import left_containers
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 

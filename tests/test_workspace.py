@@ -1,6 +1,7 @@
 import time
 
 import pytest
+from run_containers import run_containers
 
 from pytest_clawswe.engine.sandbox.docker_workspace import DiskWatch, Workspace
 from pytest_clawswe.engine.workspace import MAX_EXEC_OUTPUT
@@ -91,7 +92,7 @@ def test_container_is_removed_on_error_and_clean_spares_live_owners(docker_clien
                                         labels={LABEL_RUN: "t-clean", LABEL_OWNER: "nohost:1"})
     try:
         assert clean(docker_client, "t-clean", progress=lambda m: None) == 1
-        remaining = {c.id for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}=t-clean"})}
+        remaining = {c.id for c in run_containers(docker_client, "t-clean")}
         assert remaining == {live.container.id}
         assert clean(docker_client, "t-clean", include_live=True, progress=lambda m: None) == 1
     finally:
