@@ -39,7 +39,8 @@ def wait_for(predicate, timeout=300, what="condition"):
 
 def agents_running(client, run_dir, count):
     def check():
-        return bool(run_id_of(run_dir)) and len(run_containers(client, run_dir, "agent", running=True)) >= count
+        run_id = run_id_of(run_dir)  # (None until the run has written run.json)
+        return bool(run_id) and len(run_containers(client, run_id, "agent", running=True)) >= count
     return check
 
 
@@ -200,7 +201,8 @@ CASE1_K = "rangeset or recur or csvkit or pathnorm"
 
 def role_running(client, run_dir, role):
     def check():
-        return bool(run_id_of(run_dir)) and bool(run_containers(client, run_dir, role, running=True))
+        run_id = run_id_of(run_dir)
+        return bool(run_id) and bool(run_containers(client, run_id, role, running=True))
     return check
 
 
