@@ -105,6 +105,15 @@ def test_a_line_with_escapes_and_no_secret_builds_no_redactor_and_a_key_partly_e
         assert "[redacted]" in content and token not in content.lower() and key not in content.lower()
 
 
+@pytest.mark.parametrize("text", [b"plain text", b"a \\n newline", b"\\u001b", b"\\U0041", b"\\u0141", b"\\/path",
+                                  b"a\\\\u0041", b"\\u00", b"ends with \\", b"\\U00", b"\\x/"])
+def test_the_escape_probe_finds_each_start_of_an_escape_a_loose_form_may_take(text):
+    """The probe for escapes (one regex scan) says yes exactly where any of the three kinds read_escapes reads starts
+    (`\\u00`, `\\U00`, `\\/`), as the three substring scans it took the place of did."""
+    expected = b"\\u00" in text or b"\\/" in text or b"\\U00" in text
+    assert (record_writer._ESCAPE_START.search(text) is not None) is expected
+
+
 def _conversation(turns: int, planted: dict[int, str], seed: int = 0) -> list[bytes]:
     """An agent's requests, each the last one plus an answer and a tool's output (as real requests grow: 20 KB of
     system prompt, 2 KB a turn); `planted` puts a text at the end of that turn's tool output."""
