@@ -380,9 +380,11 @@ def main() -> int:
     bg.add_load_arguments(parser, OUT)
     parser.add_argument("--concurrency", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--writer-calls", type=int, default=1500, help="calls fed to the writer process alone")
+    # enough calls that the interpreter's start, measured apart and taken off, is noise of a few us a call (with
+    # 1,500 calls its jitter moved the figure by tens of us, once below zero)
+    parser.add_argument("--writer-calls", type=int, default=15000, help="calls fed to the writer process alone")
     parser.add_argument("--writer-rounds", type=int, default=1, help="0: the writer process is not measured alone")
-    parser.add_argument("--writer-run", type=int, default=750, help="calls per set of agents' tokens")
+    parser.add_argument("--writer-run", type=int, default=7500, help="calls per set of agents' tokens")
     parser.add_argument("--writer-requests", choices=("fixed", "conversation"), default="fixed",
                         help="the writer alone: the bench's one request, or each agent's growing conversation")
     parser.add_argument("--gateway", action=argparse.BooleanOptionalAction, default=True,
