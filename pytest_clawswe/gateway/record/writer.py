@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 import struct
 import sys
 from collections import OrderedDict
@@ -34,8 +33,6 @@ MAX_REDACTORS = 512  # whole redactors kept: built only for a line that may hold
 MAX_REMEMBERED = 64 * 1024 * 1024  # the instances' last requests kept (300 agents of 60 KB: 18 MB)
 MIN_REMEMBERED = 4096  # a shorter request is probed whole: its probes cost what a probe costs to start
 _FRAME = struct.Struct(">III")
-# the start of an escape a loose form may take (redact.read_escapes): one scan, not one per kind of escape
-_ESCAPE_START = re.compile(rb"\\(?:[uU]00|/)")
 
 
 class Scrubber:
@@ -70,7 +67,7 @@ class Scrubber:
         lowered = probed.lower()
         self.probed += len(lowered)
         read = b""  # the line's escapes read, lower-cased (only when it has one)
-        if _ESCAPE_START.search(escapes):
+        if redact.may_have_escapes(escapes):
             read = redact.read_escapes(escapes).lower()
             self.probed += len(read)
         for secret in keys:

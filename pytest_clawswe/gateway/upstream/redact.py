@@ -97,6 +97,12 @@ def _loose_pattern(key: str) -> re.Pattern[bytes]:
 
 
 _LOOSE_ESCAPE = re.compile(rb"\\[uU]00([0-9a-fA-F]{2})|\\/")
+_ESCAPE_START = re.compile(rb"\\(?:[uU]00|/)")  # where any escape _LOOSE_ESCAPE reads begins
+
+
+def may_have_escapes(text: bytes) -> bool:
+    """Whether `text` holds the start of an escape read_escapes reads (one scan, not one per kind of escape)."""
+    return _ESCAPE_START.search(text) is not None
 
 
 def read_escapes(text: bytes) -> bytes:
