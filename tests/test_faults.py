@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from run_containers import left_containers, run_containers, run_id_of
+from run_containers import left_containers, run_containers, wait_for_running
 
 from pytest_clawswe.labels import LABEL_RUN
 
@@ -35,13 +35,6 @@ def wait_for(predicate, timeout=300, what="condition"):
             return
         time.sleep(0.3)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def agents_running(client, run_dir, count):
-    def check():
-        run_id = run_id_of(run_dir)  # (None until the run has written run.json)
-        return bool(run_id) and len(run_containers(client, run_id, "agent", running=True)) >= count
-    return check
 
 
 def outcomes(run_dir):
@@ -78,7 +71,7 @@ def test_sigkill_of_a_worker_mid_agent_then_resume(docker_client, two_ids, tmp_p
     run_dir = tmp_path / "run"
     proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "-n", "2", "--max-worker-restart", "0",
                  env={"CLAWSWE_TEST_SLEEP": "600"})
-    wait_for(agents_running(docker_client, run_dir, 2), what="two agents")
+    wait_for_running(docker_client, run_dir, "agent", 2)
     workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     os.kill(int(workers[0]), signal.SIGKILL)
     time.sleep(1)
@@ -95,7 +88,7 @@ def test_sigkill_of_a_worker_mid_agent_then_resume(docker_client, two_ids, tmp_p
 def test_sigint_of_the_controller_then_resume(docker_client, two_ids, tmp_path):
     run_dir = tmp_path / "run"
     proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, env={"CLAWSWE_TEST_SLEEP": "600"})
-    wait_for(agents_running(docker_client, run_dir, 1), what="the agent")
+    wait_for_running(docker_client, run_dir, "agent", 1)
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=300)[0]
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
@@ -177,7 +170,7 @@ def test_dockerd_restart_mid_run_then_resume(docker_client, python_demo, tmp_pat
     run_dir = tmp_path / "run"
     iid = python_demo.instance_id
     proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", [iid], env={"CLAWSWE_TEST_SLEEP": "600"})
-    wait_for(agents_running(docker_client, run_dir, 1), what="the agent")
+    wait_for_running(docker_client, run_dir, "agent", 1)
     os.kill(pid, signal.SIGTERM)
     wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=60, what="dockerd to stop")
     subprocess.run([str(ROOT / "scripts" / "docker-up.sh"), "bookworm"], check=True, capture_output=True)
@@ -199,13 +192,6 @@ def test_dockerd_restart_mid_run_then_resume(docker_client, python_demo, tmp_pat
 CASE1_K = "rangeset or recur or csvkit or pathnorm"
 
 
-def role_running(client, run_dir, role):
-    def check():
-        run_id = run_id_of(run_dir)
-        return bool(run_id) and bool(run_containers(client, run_id, role, running=True))
-    return check
-
-
 def started(run_dir):
     """Instances that have a folder, final or still partial."""
     root = run_dir / "instances"
@@ -218,7 +204,7 @@ def test_case1_sigint_during_evaluation_then_resume_scores_all(docker_client, de
            "-n", "2", "-k", CASE1_K]
     proc = subprocess.Popen([*cmd, "--run-dir", str(run_dir)], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    wait_for(role_running(docker_client, run_dir, "eval"), what="the first evaluation container")
+    wait_for_running(docker_client, run_dir, "eval")
     time.sleep(0.5)
     before = started(run_dir)
     proc.send_signal(signal.SIGINT)
@@ -240,7 +226,7 @@ def test_case1_sigint_during_evaluation_then_resume_scores_all(docker_client, de
 def test_case1_second_sigint_stops_at_once(docker_client, two_ids, tmp_path):
     run_dir = tmp_path / "run"
     proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", two_ids, "-n", "2", env={"CLAWSWE_TEST_SLEEP": "600"})
-    wait_for(agents_running(docker_client, run_dir, 2), what="two agents")
+    wait_for_running(docker_client, run_dir, "agent", 2)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.2)
     t = time.monotonic()

@@ -12,25 +12,22 @@ import json
 import uuid
 from pathlib import Path
 
-import docker.errors
 import pytest
 
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN
-from pytest_clawswe.engine.network.locked import create_locked_network
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
 from pytest_clawswe.wildclaw.services.sidecar import start_replay, start_sidecar, stop_sidecar
 from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
 from pytest_clawswe.wildclaw.services.mock.auditview import log_path, read_log
 from pytest_clawswe.wildclaw.task.file import parse_task
-from service_calls import AGENT_HTTP
+from service_calls import AGENT_HTTP, agent_on_locked_network
 
 pytestmark = pytest.mark.docker
 
 DEMO = Path(__file__).parent.parent / "instances" / "wildclaw-demo"
 TASK = DEMO / "tasks" / "03_Social_Interaction" / "03_Social_Interaction_clawswe_demo_release_blockers.md"
 WORKSPACE = DEMO / "workspace" / "03_Social_Interaction" / "task_3_release_blockers"
-AGENT_IMAGE = "debian:bookworm-slim"
 
 
 # The reference solution's calls (solution/solve.sh), then what the agent must not do.
@@ -84,17 +81,8 @@ def run_labels():
 
 @pytest.fixture
 def agent(docker_client, run_labels):
-    network = f"clawswe-{run_labels[LABEL_RUN]}"
-    create_locked_network(docker_client, network, run_labels)
-    ws = Workspace(docker_client, AGENT_IMAGE, labels=run_labels, network=network)
-    try:
-        yield ws.start()
-    finally:
-        ws.remove()
-        try:
-            docker_client.networks.get(network).remove()
-        except docker.errors.NotFound:
-            pass
+    with agent_on_locked_network(docker_client, run_labels) as started:
+        yield started
 
 
 def grade(docker_client, image, run_labels, audit_dir: Path) -> dict:

@@ -10,18 +10,16 @@ from run_containers import run_containers
 
 from pytest_clawswe.engine.sandbox.docker_workspace import Workspace
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_RUN
-from pytest_clawswe.engine.network.locked import create_locked_network
 from pytest_clawswe.run.clean import clean
 from pytest_clawswe.wildclaw.services import FIXTURES_DIR
 from pytest_clawswe.wildclaw.services.sidecar import start_replay, start_sidecar, stop_sidecar
 from pytest_clawswe.wildclaw.services.sidecar_image import ensure_sidecar_image
 from pytest_clawswe.wildclaw.services.mock.auditview import log_path, read_log, view
 from pytest_clawswe.wildclaw.services.mock.replay import audit_views
-from service_calls import AGENT_HTTP
+from service_calls import AGENT_HTTP, AGENT_IMAGE, agent_on_locked_network
 
 pytestmark = pytest.mark.docker
 SOCIAL = FIXTURES_DIR / "social_meeting_tz"
-AGENT_IMAGE = "debian:bookworm-slim"
 
 PORT = {"gmail": 9100, "calendar": 9101, "contacts": 9103, "slack": 9110, "search": 9140}
 
@@ -52,18 +50,8 @@ def run_labels():
 
 @pytest.fixture
 def agent(docker_client, run_labels):
-    """An agent container started as the runner starts them (tini, sleep, the run's locked network)."""
-    network = f"clawswe-{run_labels[LABEL_RUN]}"
-    create_locked_network(docker_client, network, run_labels)
-    ws = Workspace(docker_client, AGENT_IMAGE, labels=run_labels, network=network)
-    try:
-        yield ws.start()
-    finally:
-        ws.remove()
-        try:
-            docker_client.networks.get(network).remove()
-        except docker.errors.NotFound:
-            pass  # swept by the clean test already
+    with agent_on_locked_network(docker_client, run_labels) as started:
+        yield started
 
 
 @pytest.fixture
