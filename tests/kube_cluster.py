@@ -38,6 +38,17 @@ class KubeCluster:
         return Cluster(self.context)
 
 
+def pod_processes(cluster, namespace: str, pod: str, what: str = "comm") -> list[str]:
+    """Every process in the pod, read from its stopper container (it shares the sandbox's process namespace, and
+    the agent cannot stop it): `what` is comm (the command's name) or cmdline (its arguments, space-joined)."""
+    from pytest_clawswe.engine.kube import pod_exec
+
+    script = (f'for d in /proc/[0-9]*; do [ "${{d#/proc/}}" = $$ ] || {{ tr "\\0" " " < "$d/{what}"; echo; }} '
+              f'2>/dev/null; done')
+    stream = pod_exec.run(cluster, namespace, pod, "stopper", ["sh", "-c", script], 65536)
+    return sorted(line.strip() for line in stream.out.value().decode().splitlines() if line.strip())
+
+
 STALE = 3  # `env`: started once, its processes gone (a restart): `down` clears what is left, then `up`
 
 

@@ -12,11 +12,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 
 CERTS_D = Path("/etc/docker/certs.d")
 
@@ -68,13 +68,12 @@ http: {{addr: "{name}", tls: {{certificate: {folder / 'cert.pem'}, key: {folder 
     proc = subprocess.Popen(["docker-registry", "serve", str(folder / "config.yml")], stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as probe:
-                if probe.connect_ex((address, port)) == 0:
-                    break
+        def listening() -> bool:
             assert proc.poll() is None, (folder / "registry.log").read_text()
-            time.sleep(0.2)
+            with socket.socket() as probe:
+                return probe.connect_ex((address, port)) == 0
+
+        wait_until(listening, 20, f"the registry listens on {name}", interval=0.2)
         yield name
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -1,8 +1,9 @@
 """What a run has on a Docker engine (test helper): the containers, networks and volumes with the run's label,
 found by the run's id or by its folder (the id read from its run.json)."""
 import json
-import time
 from pathlib import Path
+
+from polling import wait_until
 
 from pytest_clawswe.labels import LABEL_RUN
 
@@ -29,13 +30,11 @@ def run_containers(docker_client, run: Path | str, role: str = "", running: bool
 def wait_for_running(docker_client, run_dir: Path, role: str, count: int = 1, timeout: float = 300) -> str:
     """Wait until the run in `run_dir` has `count` running containers of `role` (its run.json written first): the
     run's id."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ran() -> str:
         run_id = run_id_of(run_dir)
-        if run_id and len(run_containers(docker_client, run_id, role, running=True)) >= count:
-            return run_id
-        time.sleep(0.3)
-    raise AssertionError(f"{count} {role} container(s) of the run never ran at once (waited {timeout:.0f} s)")
+        return run_id if run_id and len(run_containers(docker_client, run_id, role, running=True)) >= count else ""
+
+    return wait_until(ran, timeout, f"{count} {role} container(s) of the run ran at once")
 
 
 def left_containers(docker_client, run_dir: Path) -> list:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 from run_containers import left_containers, run_containers, wait_for_running
 
 from pytest_clawswe.labels import LABEL_RUN
@@ -26,15 +27,6 @@ def bench(run_dir, harness, ids, *extra, cwd=None, env=None):
            f"--harness={harness}", "--instance-ids", ",".join(ids), *extra]
     return subprocess.Popen(cmd, cwd=cwd or run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, **(env or {})})
-
-
-def wait_for(predicate, timeout=300, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def outcomes(run_dir):
@@ -104,7 +96,7 @@ def test_gateway_killed_mid_request_then_resume(docker_client, python_demo, tmp_
                  env={"CLAWSWE_TEST_SECONDS": "20"})
     from pytest_clawswe.gateway.record.ledger import read_records  # every gateway worker's file
 
-    wait_for(lambda: len(read_records(run_dir / "gateway", iid)) >= 3, what="model requests")
+    wait_until(lambda: len(read_records(run_dir / "gateway", iid)) >= 3, 300, "the agent made 3 model requests")
     gateway_pid = json.loads((run_dir / "gateway" / "gateway.json").read_text())["pid"]
     os.kill(gateway_pid, signal.SIGKILL)  # the run started it: ours to kill
     out = proc.communicate(timeout=300)[0]
@@ -172,7 +164,7 @@ def test_dockerd_restart_mid_run_then_resume(docker_client, python_demo, tmp_pat
     proc = bench(run_dir, f"{FAKES}:SlowOracleHarness", [iid], env={"CLAWSWE_TEST_SLEEP": "600"})
     wait_for_running(docker_client, run_dir, "agent", 1)
     os.kill(pid, signal.SIGTERM)
-    wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=60, what="dockerd to stop")
+    wait_until(lambda: not Path(f"/proc/{pid}").exists(), 60, "dockerd stopped")
     subprocess.run([str(ROOT / "scripts" / "docker-up.sh"), "bookworm"], check=True, capture_output=True)
     out = proc.communicate(timeout=600)[0]
     assert outcomes(run_dir) == {iid: "error"}, out
@@ -259,14 +251,13 @@ def test_case1_a_killed_evaluation_is_an_error_not_a_verdict(docker_client, demo
 
     worker = threading.Thread(target=grade)
     worker.start()
-    found = []
-    wait_for(lambda: found.extend(run_containers(docker_client, run_id, running=True))
-             or found, timeout=120, what="the evaluation container")
+    found = wait_until(lambda: run_containers(docker_client, run_id, running=True), 120,
+                       "the evaluation container runs")
     # the evaluation script is cut off, its container lives on (as when a stop reaches the script first)
     kill = ("for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in "
             "*/eval.sh*) kill -9 ${p#/proc/} && echo killed ;; esac; done")
-    wait_for(lambda: "killed" in found[0].exec_run(["sh", "-c", kill]).output.decode(), timeout=120,
-             what="the evaluation script")
+    wait_until(lambda: "killed" in found[0].exec_run(["sh", "-c", kill]).output.decode(), 120,
+               "the evaluation script was killed")
     worker.join(300)
     assert "score" not in box, f"a killed evaluation was graded: {box.get('score')}"
     assert isinstance(box["error"], InfraError)

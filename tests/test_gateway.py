@@ -30,6 +30,7 @@ from pytest_clawswe.harness.gateway_urls import anthropic_base_url, openai_base_
 from pytest_clawswe.model import Model  # noqa: E402
 from pytest_clawswe.usage import Usage  # noqa: E402
 from gateway_stub import gateway_with_env  # noqa: E402
+from polling import alive, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -524,10 +525,7 @@ def test_unreachable_provider_is_a_502(gateway):
 def records_once_written(gateway, token, timeout=20.0) -> list[dict]:
     """The token's ledger records, waiting for the first (a hung-up request is recorded once the gateway sees it)."""
     client = gateway.client()
-    deadline = time.monotonic() + timeout
-    while not client.requests(token) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return client.requests(token)
+    return wait_until(lambda: client.requests(token), timeout, "the gateway recorded the request", interval=0.1)
 
 
 def test_client_disconnect_mid_stream_is_recorded_and_harmless(gateway, stub):
@@ -689,18 +687,7 @@ def test_gateway_stops_when_its_parent_dies(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "gw")], capture_output=True, text=True,
                          timeout=60)
     pid = int(out.stdout.strip())
-    deadline = time.monotonic() + 20
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status  # a zombie has stopped; only its reaping is pending
+    wait_until(lambda: not alive(pid), 20, "the gateway stopped", interval=0.1)
 
 
 def test_an_xdist_worker_finds_the_gateway_through_the_state_dir(gateway):

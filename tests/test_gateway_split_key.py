@@ -10,7 +10,6 @@ import http.client
 import json
 import re
 import sys
-import time
 from pathlib import Path
 
 import anthropic
@@ -24,6 +23,7 @@ from pytest_clawswe.trajectory import atif
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gateway_stub import Stub, gateway_with_env  # noqa: E402
+from polling import wait_until  # noqa: E402
 from provider_stub import KEY_FORMS, SPLITS, leak_events  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -110,9 +110,11 @@ def through_sdk(gw, protocol: str, model: str, token: str) -> tuple[str, str]:
 
 
 def recorded(gw, instance: str, n: int) -> str:
-    deadline = time.monotonic() + 20
-    while len(calls := read_calls(gw.state_dir, instance)) < n and time.monotonic() < deadline:
-        time.sleep(0.05)
+    def written() -> list:
+        calls = read_calls(gw.state_dir, instance)
+        return calls if len(calls) >= n else []
+
+    calls = wait_until(written, 20, f"the gateway wrote {n} calls", interval=0.05)
     assert len(calls) == n
     trajectory = atif.build(calls, {}, harness="test", model="m")
     return json.dumps(calls) + json.dumps(trajectory)

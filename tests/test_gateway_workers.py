@@ -9,11 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from polling import alive, wait_until
 
 from pytest_clawswe.gateway import GatewayProcess, read_usage
 from pytest_clawswe.gateway.record.ledger import read_records, usage_paths
@@ -40,19 +40,8 @@ def _is_writer(pid: int) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
-
-
 def _wait_workers(gw, count: int = WORKERS) -> None:
-    deadline = time.monotonic() + 60
-    while gw.client().workers() < count:
-        assert time.monotonic() < deadline, "the gateway's workers did not come up"
-        time.sleep(0.1)
+    wait_until(lambda: gw.client().workers() >= count, 60, f"the gateway's {count} workers came up", interval=0.1)
 
 
 def _post(url: str, token: str, stream: bool = False) -> tuple[int, dict | None]:
@@ -169,15 +158,13 @@ def test_a_killed_worker_loses_no_answered_request_and_is_restarted(tmp_path):
         assert usage.requests >= len(answered), (usage, len(answered))
         assert usage.output_tokens >= sum(u["completion_tokens"] for u in answered), (usage, answered)
         assert read_usage(gw.state_dir, "workers__kill") == usage
-        deadline = time.monotonic() + 30  # the leader starts the worker again
-        while len(_children(gw.pid)) < WORKERS - 1 or client.workers() < WORKERS:
-            assert time.monotonic() < deadline, "the killed worker was not started again"
-            time.sleep(0.1)
+        wait_until(lambda: len(_children(gw.pid)) >= WORKERS - 1 and client.workers() >= WORKERS, 30,
+                   "the leader started the killed worker again", interval=0.1)
         assert victims[0] not in _children(gw.pid)
         status, _ = _post(gw.url, token)
         assert status == 200
         workers = _children(gw.pid)
-    assert not any(_alive(p) for p in [gw.pid, *workers])  # stop() stops every worker
+    assert not any(alive(p) for p in [gw.pid, *workers])  # stop() stops every worker
 
 
 def test_no_worker_outlives_the_run_that_started_the_gateway(tmp_path):
@@ -191,10 +178,8 @@ def test_no_worker_outlives_the_run_that_started_the_gateway(tmp_path):
     leader, children = json.loads(out.stdout.strip())
     workers = [p for p in children if not _is_writer(p)]  # the others: the leader's call-record writer
     assert len(workers) == 2
-    deadline = time.monotonic() + 20
-    while any(_alive(p) for p in [leader, *children]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(_alive(p) for p in [leader, *children])
+    wait_until(lambda: not any(alive(p) for p in [leader, *children]), 20, "the leader and its workers stopped",
+               interval=0.1)
 
 
 def test_workers_stop_when_the_leader_is_killed(tmp_path):
@@ -204,10 +189,7 @@ def test_workers_stop_when_the_leader_is_killed(tmp_path):
         workers = _children(gw.pid)
         os.kill(gw.pid, signal.SIGKILL)
         gw.process.wait(10)
-        deadline = time.monotonic() + 20
-        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(_alive(p) for p in workers)
+        wait_until(lambda: not any(alive(p) for p in workers), 20, "the workers stopped", interval=0.1)
     finally:
         gw.stop()
 
@@ -279,10 +261,7 @@ def _listening(url: str) -> int:
 
 
 def _wait_listening(url: str, count: int) -> None:
-    deadline = time.monotonic() + 60
-    while _listening(url) < count:
-        assert time.monotonic() < deadline, "the gateway's workers did not listen"
-        time.sleep(0.1)
+    wait_until(lambda: _listening(url) >= count, 60, f"{count} of the gateway's workers listen", interval=0.1)
 
 
 def _lines(path: Path) -> int:
@@ -349,10 +328,8 @@ def test_a_restarted_worker_still_knows_the_reasoning_remembered_before(tmp_path
                        for c in (choice.get("delta") or {}).get("tool_calls") or [] if c.get("id"))
         [victim] = _children(gw.pid)
         os.kill(victim, signal.SIGKILL)  # a process the gateway started for this test
-        deadline = time.monotonic() + 60  # the leader's supervisor starts worker 1 again
-        while _children(gw.pid) in ([], [victim]) or gw.client().workers() < 2:
-            assert time.monotonic() < deadline, "the killed worker was not started again"
-            time.sleep(0.1)
+        wait_until(lambda: _children(gw.pid) not in ([], [victim]) and gw.client().workers() >= 2, 60,
+                   "the leader's supervisor started worker 1 again", interval=0.1)
         _wait_listening(gw.url, 2)  # its snapshot applied
         history = user + [{"role": "assistant", "content": None, "tool_calls": [  # the harness dropped the reasoning
             {"id": call_id, "type": "function", "function": {"name": "shell", "arguments": "{}"}}]},

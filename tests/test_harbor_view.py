@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 from chromium_run import run_in_chromium
 from harbor_venv import harbor_command, harbor_python  # noqa: F401 (harbor_python: a fixture)
+from polling import wait_until
 from test_harbor_export import _harbor_reads
 from test_wildclaw_run import DEMO_IDS, REAL_KEY, bundle
 
@@ -119,15 +119,15 @@ def viewer(exported, harbor_python, tmp_path):  # noqa: F811
                                 "127.0.0.1", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
+        def answers() -> bool:
             try:
                 _get(base, "/api/health")
-                break
+                return True
             except OSError:
                 assert process.poll() is None, (tmp_path / "harbor-view.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, "harbor view did not answer in 120 s"
-                time.sleep(0.5)
+                return False
+
+        wait_until(answers, 120, "harbor view answers", interval=0.5)
         yield base
     finally:
         process.terminate()

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from kube_cluster import kube_cluster_fixture  # noqa: F401  (the kube_cluster fixture)
+from kube_cluster import kube_cluster_fixture, pod_processes  # noqa: F401  (the kube_cluster fixture)
+from polling import wait_until
 
 from pytest_clawswe.labels import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN
 
@@ -37,12 +38,8 @@ def sandbox(site, name="ws"):
 
 
 def comms(ws) -> list[str]:
-    """The command names of every process in the pod, read from the stopper (not the sandbox)."""
-    from pytest_clawswe.engine.kube import pod_exec
-
-    script = 'for d in /proc/[0-9]*; do [ "${d#/proc/}" = $$ ] || cat "$d/comm" 2>/dev/null; done'
-    stream = pod_exec.run(ws.site.cluster, ws.site.namespace, ws.name, "stopper", ["sh", "-c", script], 65536)
-    return sorted(stream.out.value().decode().split())
+    """The command names of every process in the pod."""
+    return pod_processes(ws.site.cluster, ws.site.namespace, ws.name)
 
 
 def test_commands_files_and_the_node(site, kube_cluster, tmp_path):
@@ -111,10 +108,8 @@ def test_disk_used_counts_what_the_sandbox_wrote(site):
     with sandbox(site, "disk") as ws:
         before = ws.disk_used()
         ws.exec("head -c 30000000 /dev/urandom > /big")
-        deadline = time.monotonic() + 120
-        while ws.disk_used() < before + 25_000_000:  # the runtime counts the layer every few seconds
-            assert time.monotonic() < deadline, ws.disk_used()
-            time.sleep(2)
+        wait_until(lambda: ws.disk_used() >= before + 25_000_000, 120, "the node counted the 25 MB written",
+                   interval=2)  # the runtime counts the layer every few seconds
 
 
 def test_what_the_sandbox_changed_and_a_read_only_folder(site, tmp_path):

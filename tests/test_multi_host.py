@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from polling import wait_until
 from run_containers import run_containers, run_objects
 from second_engine import second_engine_fixture  # noqa: F401  (the second_engine fixture)
 
@@ -163,15 +164,13 @@ def _dockerd_pid() -> int:
 def test_an_engine_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(second_engine, docker_client,
                                                                                 demo_instances, demo_images,
                                                                                 tmp_path):
-    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go", "Ruby", "JavaScript")]
+    ids = [i.instance_id for i in demo_instances if i.language in ("Python", "Go", "Ruby")]
     run_dir = tmp_path / "run"
     engine2 = second_engine.client()
     proc = bench(run_dir, ids, "-n", "2", *two_hosts(second_engine), harness=f"{FAKES}:SlowOracleHarness",
                  env={"CLAWSWE_TEST_SLEEP": "20"})
-    deadline = time.monotonic() + 900
-    while not engine2.containers.list(filters={"label": "clawswe.role=agent"}):
-        assert time.monotonic() < deadline and proc.poll() is None, "no agent started on the second engine"
-        time.sleep(0.5)
+    wait_until(lambda: engine2.containers.list(filters={"label": "clawswe.role=agent"}), 900,
+               "an agent container runs on the second engine", interval=0.5, proc=proc)
     os.kill(_dockerd_pid(), signal.SIGKILL)  # the engine this test started dies
     out = proc.communicate(timeout=1800)[0]
     assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
@@ -248,9 +247,7 @@ def test_the_relay_listener_believes_an_agent_address_only_with_its_engines_secr
     e2, e3 = "tcp://e2:2376", "tcp://e3:2376"
     with GatewayProcess.start(tmp_path / "gw", relay_hosts=["127.0.0.1"], workers=workers) as gateway:
         admin, relay_url = gateway.client(), gateway.relay_urls["127.0.0.1"]
-        deadline = time.monotonic() + 30
-        while admin.workers() < workers and time.monotonic() < deadline:  # the others join after the leader
-            time.sleep(0.1)
+        wait_until(lambda: admin.workers() >= workers, 30, f"{workers} workers joined", interval=0.1)  # after the leader
         assert admin.workers() == workers
         secret, secret3 = admin.add_relay(e2), admin.add_relay(e3)
         token = admin.register("remote", "scripted/gold", scripted=SCRIPTED, address="10.250.16.2", relay=e2)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 
 from pytest_clawswe.gateway import fastjson
 from pytest_clawswe.gateway.record import writer as record_writer
@@ -286,23 +287,16 @@ def test_the_writer_process_writes_what_it_read_before_it_waits_for_more(tmp_pat
         calls = [frame(_head("w", "clawswe-token-xyz", n), b'{"messages":[]}', [ANSWER]) for n in range(3)]
         proc.stdin.write(calls[0] + calls[1] + calls[2][:20])
         proc.stdin.flush()
-        _wait_for(lambda: len(read_calls(tmp_path, "w")) == 2)
+        wait_until(lambda: len(read_calls(tmp_path, "w")) == 2, 30, "the writer wrote 2 calls", interval=0.05)
         time.sleep(0.3)
         assert len(read_calls(tmp_path, "w")) == 2  # the cut frame waits for its rest
         proc.stdin.write(calls[2][20:])
         proc.stdin.flush()
-        _wait_for(lambda: len(read_calls(tmp_path, "w")) == 3)
+        wait_until(lambda: len(read_calls(tmp_path, "w")) == 3, 30, "the writer wrote 3 calls", interval=0.05)
     finally:
         proc.stdin.close()
         assert proc.wait(30) == 0
     assert [c["request_id"] for c in read_calls(tmp_path, "w")] == ["r0", "r1", "r2"]
-
-
-def _wait_for(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the writer did not write its lines"
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("data", [

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from atif_check import check, validate_with_harbor
+from polling import alive, wait_until
 from test_gateway import CONVERSATIONS, DUMMY_KEY, GOLD, KEY_ENV, stub  # noqa: F401 (stub: a fixture)
 
 from pytest_clawswe.cli import main as clawswe_main
@@ -288,15 +289,7 @@ def test_a_killed_gateway_leaves_every_call_it_had_recorded(tmp_path):
                                  text=True).stdout.split()
         assert len(writers) == 1
         os.kill(gateway.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while Path(f"/proc/{writers[0]}").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-            try:
-                os.waitpid(int(writers[0]), os.WNOHANG)  # not our child: only its exit is watched
-            except ChildProcessError:
-                pass
-        status = Path(f"/proc/{writers[0]}/stat")
-        assert not status.exists() or status.read_text().split(")")[1].split()[0] == "Z"
+        wait_until(lambda: not alive(int(writers[0])), 10, "the writer stopped with the gateway", interval=0.05)
     finally:
         gateway.stop()
     assert [c["request_id"] for c in read_calls(tmp_path / "gateway", "demo__killed")] == \
