@@ -607,8 +607,8 @@ def test_a_usage_read_does_not_wait_out_a_call_whose_client_is_gone(gateway, stu
     conn = http.client.HTTPConnection(gateway.url.split("//")[1], timeout=30)
     conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": []}),
                  {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    while not [s for s in stub.seen if s["body"]["model"] == "held"]:  # the provider has it
-        time.sleep(0.05)
+    wait_until(lambda: [s for s in stub.seen if s["body"]["model"] == "held"], 30, "the provider has the held call",
+               interval=0.05)
     conn.sock.shutdown(socket.SHUT_RDWR)
     conn.close()
     try:

@@ -34,11 +34,31 @@ def results(run_dir) -> dict[str, dict]:
             if not m.parent.name.startswith(".")}
 
 
-def namespace_left(kube, run_dir) -> bool:
+def run_namespace(run_dir) -> str | None:
+    """The run's namespace, once its run.json is written."""
     from pytest_clawswe.engine.kube.namespace import namespace_for
 
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    return kube.cluster().exists("core", "read_namespace", namespace_for(run_id))
+    if not (run_dir / "run.json").is_file():
+        return None
+    return namespace_for(json.loads((run_dir / "run.json").read_text())["run_id"])
+
+
+def namespace_left(kube, run_dir) -> bool:
+    return kube.cluster().exists("core", "read_namespace", run_namespace(run_dir))
+
+
+def running_agents(kube, run_dir, node: str = "") -> list[dict]:
+    """The run's agent pods in phase Running (on `node`, if named); none before its namespace is made."""
+    namespace = run_namespace(run_dir)
+    if namespace is None:
+        return []
+    fields = {"field_selector": f"spec.nodeName={node}"} if node else {}
+    try:
+        pods = kube.cluster().call("core", "list_namespaced_pod", namespace, label_selector="clawswe.role=agent",
+                                   **fields).get("items") or []
+    except Exception:  # noqa: BLE001  the namespace is not made yet
+        return []
+    return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
 
 
 def test_the_demo_set_on_the_cluster_grades_as_on_docker(kube_cluster, demo_instances, demo_images, tmp_path):
@@ -97,21 +117,17 @@ def test_a_model_calling_harness_on_the_cluster(kube_cluster, demo_instances, de
     assert not namespace_left(kube_cluster, run_dir)
 
 
-def _agents_working_on(kube, node: str, command: str) -> set[str]:
+def _agents_working_on(kube, run_dir, node: str, command: str) -> set[str]:
     """The instances whose agent runs `command` in a pod on `node` now. A Running agent pod alone is not one: the
     next item's sandbox is made ahead (run/item/made_ahead.py), and a node lost under it loses no agent's work
     (the item makes its own sandbox, on a node that is left, and runs once)."""
     from pytest_clawswe.errors import InfraError
 
-    cluster = kube.cluster()
-    pods = cluster.call("core", "list_pod_for_all_namespaces", label_selector="clawswe.role=agent",
-                        field_selector=f"spec.nodeName={node}").get("items") or []
     working = set()
-    for pod in pods:
-        if (pod.get("status") or {}).get("phase") != "Running":
-            continue
+    for pod in running_agents(kube, run_dir, node):
         try:
-            processes = pod_processes(cluster, pod["metadata"]["namespace"], pod["metadata"]["name"], "cmdline")
+            processes = pod_processes(kube.cluster(), pod["metadata"]["namespace"], pod["metadata"]["name"],
+                                      "cmdline")
         except InfraError:  # the pod went away meanwhile
             continue
         if command in processes:
@@ -126,7 +142,7 @@ def test_a_node_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(kub
     kept, lost_node = kube_cluster.nodes
     proc = bench(kube_cluster, run_dir, "-n", "2", harness=f"{FAKES}:SlowOracleHarness", ids=ids,
                  env={"CLAWSWE_TEST_SLEEP": "30"})
-    lost = wait_until(lambda: _agents_working_on(kube_cluster, lost_node, "sleep 30"),  # SlowOracleHarness's work
+    lost = wait_until(lambda: _agents_working_on(kube_cluster, run_dir, lost_node, "sleep 30"),  # SlowOracleHarness's work
                       900, "an agent works on the second node", interval=0.5, proc=proc)
     stopped = subprocess.run([str(SCRIPT), "node-down", "2"], capture_output=True, text=True)
     try:
@@ -159,20 +175,8 @@ def test_a_node_lost_mid_run_makes_its_items_errors_and_resume_finishes_them(kub
         assert up.returncode == 0, up.stderr
 
 
-def _run_pods(kube, run_dir) -> list[str]:
-    from pytest_clawswe.engine.kube.namespace import namespace_for
-
-    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    try:
-        pods = kube.cluster().call("core", "list_namespaced_pod", namespace_for(run_id),
-                                   label_selector="clawswe.role=agent").get("items") or []
-    except Exception:  # noqa: BLE001  the namespace is not made yet
-        return []
-    return [p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-
-
 def _wait_for_agents(kube, run_dir, proc, count: int) -> None:
-    wait_until(lambda: (run_dir / "run.json").is_file() and len(_run_pods(kube, run_dir)) >= count, 900,
+    wait_until(lambda: len(running_agents(kube, run_dir)) >= count, 900,
                f"{count} agent pods of the run run", interval=0.5, proc=proc)
 
 

@@ -78,6 +78,26 @@ def test_a_secret_in_any_form_is_scrubbed_with_or_without_a_probe_hit(tmp_path):
     assert escaped not in text and text.count("[redacted]") == 4 and "nothing secret here" in text
 
 
+def test_every_form_of_each_of_a_lines_secrets_is_scrubbed_wherever_it_stands_among_the_probes(tmp_path):
+    """A line is probed with all of its secrets' probes in one loop, and only a line with a hit is looked at secret
+    by secret: each form of each secret (the call's token and key, the process's admin token), alone in a line,
+    the key's text in any letter case, is found so and scrubbed."""
+    token, key, admin = "clawswe-0123456789abcdefghijklmnop", "sk-or-v1/abc+defabcdefabcdef0123456789", "admin-" + "f" * 40
+    writer = record_writer.Writer(tmp_path, 0, 64 << 20, [admin])
+    planted = [(secret, form) for secret in (token, key, admin) for form in redact.key_forms(secret)]
+    for n, (secret, form) in enumerate(planted):
+        if n % 2 and secret.lower().encode() in form.lower().replace(b"\\/", b"/"):  # (base64 has one case)
+            form = form.upper()
+        body = b'{"messages":[{"role":"user","content":"found: ' + form + b' here"}]}'
+        writer.call({**_head("forms", token, n), "secrets": [token, key]}, body, ANSWER)
+    writer.close()
+    lines = (tmp_path / "calls" / "forms.jsonl").read_text().lower().splitlines()
+    assert len(lines) == len(planted) > 3 * 4
+    for line, (secret, form) in zip(lines, planted):
+        assert "[redacted]" in line and " here" in line, (secret, form, line)
+        assert not any(probe in line.encode() for s in (token, key, admin) for probe in redact.probe_forms(s)), line
+
+
 def test_a_line_with_escapes_and_no_secret_builds_no_redactor_and_a_key_partly_escaped_is_still_found(
         tmp_path, built):
     """Tool output with terminal colours reaches the record as `\\u001b`, a JSON escape of an ASCII character, which
@@ -184,7 +204,7 @@ def test_a_form_that_begins_in_the_clean_span_and_ends_past_it_is_scrubbed(form)
     head = token[:half] if form == "plain" else "".join(f"\\u{ord(c):04x}" for c in token[:half])
     line = b'{"request":{"content":"' + b"x" * 5000 + head.encode() + token[half:].encode() + b' done"}}'
     clean_end = line.index(token[half:].encode())  # everything before the form's second half was seen clean
-    scrubbed = record_writer.Scrubber().scrub(line, [token], (12, clean_end))
+    scrubbed = record_writer.Scrubber().scrub(line, (token,), (12, clean_end))
     assert b"[redacted] done" in scrubbed and token[half:].encode() not in scrubbed
     json.loads(scrubbed)
 

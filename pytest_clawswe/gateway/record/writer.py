@@ -18,6 +18,7 @@ import os
 import struct
 import sys
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_clawswe.files import ends_with_newline
@@ -33,6 +34,14 @@ MAX_REDACTORS = 512  # whole redactors kept: built only for a line that may hold
 MAX_REMEMBERED = 64 * 1024 * 1024  # the instances' last requests kept (300 agents of 60 KB: 18 MB)
 MIN_REMEMBERED = 4096  # a shorter request is probed whole: its probes cost what a probe costs to start
 _FRAME = struct.Struct(">III")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    keys: tuple[tuple[str, tuple[bytes, ...]], ...]  # each secret (once, none empty) and its probes
+    probes: tuple[bytes, ...]  # all of them, in that order
+    exact: int  # the most bytes one of the probes spans
+    loose: int  # the most bytes any form of the secrets spans (an escaped one)
 
 
 class Scrubber:
@@ -54,25 +63,32 @@ class Scrubber:
 
     def __init__(self) -> None:
         self._redactors: OrderedDict[str, redact.Redactor] = OrderedDict()
-        self._reaches: dict[tuple[str, ...], tuple[int, int]] = {}
+        self._plans: dict[tuple[str, ...], _Plan] = {}
         self.probed = 0  # bytes the probes have looked at: the measure of its work
 
-    def scrub(self, line: bytes, secrets: list[str], clean: tuple[int, int] = (0, 0)) -> bytes:
-        keys = tuple(s for s in dict.fromkeys(secrets) if s)
+    def scrub(self, line: bytes, secrets: tuple[str, ...], clean: tuple[int, int] = (0, 0)) -> bytes:
+        plan = self._plans.get(secrets) or self._plan(secrets)
+        if not plan.keys:
+            return line
         start, end = clean
         probed, escapes = line, line  # what the probes look at, and where an escape could be part of a form
-        if end > start and keys:
-            exact, loose = self._reach(keys)
-            probed, escapes = _outside(line, start, end, exact), _outside(line, start, end, loose)
+        if end > start:
+            probed, escapes = _outside(line, start, end, plan.exact), _outside(line, start, end, plan.loose)
         lowered = probed.lower()
         self.probed += len(lowered)
-        read = b""  # the line's escapes read, lower-cased (only when it has one)
-        if redact.may_have_escapes(escapes):
-            read = redact.read_escapes(escapes).lower()
+        if not redact.may_have_escapes(escapes):  # the common line: one flat loop over every key's probes
+            for probe in plan.probes:
+                if probe in lowered:
+                    break
+            else:
+                return line
+            read = b""
+        else:
+            read = redact.read_escapes(escapes).lower()  # the line's escapes read, lower-cased
             self.probed += len(read)
-        for secret in keys:
+        for secret, probes in plan.keys:
             hit = bool(read) and ('"' in secret or "\\" in secret)  # (an escape of these is not read: any may be it)
-            for probe in redact.probe_forms(secret):  # (a loop, not any(): this runs for every secret of every call)
+            for probe in probes:  # (a loop, not any(): this runs for every secret of a line that may hold one)
                 if hit:
                     break
                 hit = probe in lowered or probe in read
@@ -81,15 +97,18 @@ class Scrubber:
                 line = self._redactor(secret).scrub_wire(line)
         return line
 
-    def _reach(self, keys: tuple[str, ...]) -> tuple[int, int]:
-        """The most bytes one of the keys' probes spans, and any of their forms (an escaped one)."""
-        found = self._reaches.get(keys)
-        if found is None:
-            if len(self._reaches) > MAX_REDACTORS * 8:
-                self._reaches.clear()
-            found = self._reaches[keys] = (max(len(p) for k in keys for p in redact.probe_forms(k)),
-                                           max(map(redact.reach, keys)))
-        return found
+    def _plan(self, secrets: tuple[str, ...]) -> _Plan:
+        """What a line is probed with for these secrets, worked out once for them (a run's calls repeat a few
+        tuples: the instance's token and key, the process's secrets)."""
+        if len(self._plans) > MAX_REDACTORS * 8:
+            self._plans.clear()
+        keys = tuple(s for s in dict.fromkeys(secrets) if s)
+        plan = self._plans[secrets] = _Plan(
+            keys=tuple((k, redact.probe_forms(k)) for k in keys),
+            probes=tuple(p for k in keys for p in redact.probe_forms(k)),
+            exact=max((len(p) for k in keys for p in redact.probe_forms(k)), default=0),
+            loose=max(map(redact.reach, keys), default=0))
+        return plan
 
     def _redactor(self, secret: str) -> redact.Redactor:
         found = self._redactors.pop(secret, None) or redact.Redactor(secret)
@@ -205,10 +224,10 @@ class Writer:
             if len(turn) > SLIM_RESPONSE_BYTES:
                 turn = b"null"
         before = fastjson.dumps(record)[:-1] + b',"request":'
-        line = before + body + b',"response":' + turn + b"}\n"
+        line = b"".join((before, body, b',"response":', turn, b"}\n"))
         secrets = tuple(head.get("secrets") or ())
         known = self.conversations.clean_prefix(instance, secrets, body)  # (b"null", cut: too short to know)
-        scrubbed = self.scrubber.scrub(line, [*secrets, *self.secrets], (len(before), len(before) + known))
+        scrubbed = self.scrubber.scrub(line, (*secrets, *self.secrets), (len(before), len(before) + known))
         if scrubbed is line or scrubbed == line:
             self.conversations.remember(instance, secrets, body)
         else:  # a secret was in it: the next call is looked at whole
@@ -227,19 +246,21 @@ class Writer:
         self._unflushed.clear()
 
     def _file(self, instance: str):
-        out = self._files.pop(instance, None)
-        if out is None:
-            path = calls_path(self.state_dir, instance, self.worker)
-            if path.parent not in self._folders:  # (one folder for every instance: made once, not per instance)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self._folders.add(path.parent)
-            out = open(path, "ab")
-            if instance not in self._used:
-                self._used[instance] = out.tell()  # a resumed run: what the file holds counts
-                if out.tell() and not ends_with_newline(path):  # a process killed mid-line wrote here
-                    out.write(b"\n")
-            while len(self._files) >= self._max_open:
-                self._files.popitem(last=False)[1].close()  # type: ignore[attr-defined]  (closing flushes)
+        out = self._files.get(instance)
+        if out is not None:
+            self._files.move_to_end(instance)  # the most recently used last
+            return out
+        path = calls_path(self.state_dir, instance, self.worker)
+        if path.parent not in self._folders:  # (one folder for every instance: made once, not per instance)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(path.parent)
+        out = open(path, "ab")
+        if instance not in self._used:
+            self._used[instance] = out.tell()  # a resumed run: what the file holds counts
+            if out.tell() and not ends_with_newline(path):  # a process killed mid-line wrote here
+                out.write(b"\n")
+        while len(self._files) >= self._max_open:
+            self._files.popitem(last=False)[1].close()  # type: ignore[attr-defined]  (closing flushes)
         self._files[instance] = out
         return out
 
