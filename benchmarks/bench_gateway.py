@@ -439,7 +439,9 @@ def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, se
     answered0 = stub.answered()
     cpu0, stub_cpu0 = target.cpu_s(), stub.cpu_s()
     stub.sample()
+    host0 = host_cpu_ticks()
     wrk = run_wrk(url, tokens, model, stream, c, seconds, ramp_ms, tmp)
+    host = host_cpu_ticks()
     peak = stub.stop_sampling()
     cpu, stub_cpu = target.cpu_s() - cpu0, stub.cpu_s() - stub_cpu0
     quiesce(stub, 1.2 if stub_kind == "real" else 0.3)  # what wrk left in flight in the proxy reaches the stub
@@ -457,7 +459,23 @@ def measure(target: Target, stub: Stub, stub_kind: str, stream: bool, c: int, se
             "proxy_cpu_ms_per_req": round(cpu * 1000 / per, 3) if target.pid else None,
             "wrk_cpu_ms_per_req": round(wrk["cpu_s"] * 1000 / per, 3),
             "stub_cpu_ms_per_req": round(stub_cpu * 1000 / per, 3),
-            "load_avg_1m": round(os.getloadavg()[0], 2), **checked}
+            "load_avg_1m": round(os.getloadavg()[0], 2), "steal_pct": steal_pct(host0, host), **checked}
+
+
+def host_cpu_ticks() -> tuple[int, int]:
+    """The machine's CPU ticks so far: (stolen by the hypervisor, all), from /proc/stat ((0, 0) where there is none)."""
+    try:
+        fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return 0, 0
+    return fields[7], sum(fields)
+
+
+def steal_pct(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """The share of the machine's CPU time the hypervisor took between two readings (a VM's other tenants): on a
+    shared host it moves a run's throughput by more than the change being measured, so it is written beside it."""
+    total = after[1] - before[1]
+    return round(100 * (after[0] - before[0]) / total, 1) if total > 0 else None
 
 
 def quiesce(stub: Stub, still: float, limit: float = 90.0) -> None:

@@ -14,7 +14,8 @@ on all of them alike.
   over no proxy measured in the same round.
 
 Reported per variant and scenario: the median over the rounds, and each round's figure. CPU per request is the
-figure least moved by the neighbours' load; requests/s on a shared 2-core machine follows what they leave.
+figure least moved by the neighbours' load; requests/s on a shared 2-core machine follows what they leave. Each
+run's steal (the share of the machine's CPU time a VM's host took meanwhile) is written beside it.
 Writes benchmarks/results/gateway_recording_ceiling.json and .md (needs wrk and nginx with its echo module).
 """
 from __future__ import annotations
@@ -293,6 +294,14 @@ def paired(rows: list[dict], stream: bool, code: str, key: str) -> list[float]:
     return [r[key] / off[r["round"]] - 1 for r in mine if r["target"] == f"{code}-on" and off.get(r["round"])]
 
 
+def _steal(rows: list[dict], stream: bool, code: str) -> str:
+    """The hypervisor's steal in each round's off and on runs (rows from before it was measured have none)."""
+    mine = [r for r in rows if r["stub"] == "zero" and r["stream"] == stream and r.get("steal_pct") is not None]
+    off = {r["round"]: r["steal_pct"] for r in mine if r["target"] == f"{code}-off"}
+    pairs = [f"{off[r['round']]:.0f}/{r['steal_pct']:.0f}" for r in mine if r["target"] == f"{code}-on" and r["round"] in off]
+    return f"; the CPU time the host took (steal, % off/on, each round): {', '.join(pairs)}" if pairs else ""
+
+
 def interval(values: list[float], resamples: int = 2000) -> tuple[float, float]:
     """A 95% interval of the median of `values` (a percentile bootstrap over the rounds, seeded: the same rows give
     the same interval). With rounds that spread 25-40 points, how far the median may be from the cost is the figure
@@ -363,7 +372,7 @@ def write_markdown(result: dict, path: Path) -> None:
                                  f"(on against off in the same round, median of the rounds): req/s "
                                  f"{statistics.median(rates):+.1%} (95% interval {low:+.1%} to {high:+.1%}), "
                                  f"CPU/req {statistics.median(cpus):+.1%} "
-                                 f"(each round's req/s: {', '.join(f'{x:+.0%}' for x in rates)})")
+                                 f"(each round's req/s: {', '.join(f'{x:+.0%}' for x in rates)}){_steal(result['rows'], stream, code)}")
                 else:
                     lines.append(f"- {s['concurrency']} realistic, {mode}, {code}: added p50 "
                                  f"{off['added_p50_ms']:+.2f} ms off, {on['added_p50_ms']:+.2f} ms on")

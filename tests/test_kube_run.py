@@ -123,11 +123,10 @@ def _agents_working_on(kube, run_dir, node: str, command: str) -> set[str]:
     (the item makes its own sandbox, on a node that is left, and runs once)."""
     from pytest_clawswe.errors import InfraError
 
-    working = set()
+    working, cluster = set(), kube.cluster()
     for pod in running_agents(kube, run_dir, node):
         try:
-            processes = pod_processes(kube.cluster(), pod["metadata"]["namespace"], pod["metadata"]["name"],
-                                      "cmdline")
+            processes = pod_processes(cluster, pod["metadata"]["namespace"], pod["metadata"]["name"], "cmdline")
         except InfraError:  # the pod went away meanwhile
             continue
         if command in processes:

@@ -102,12 +102,10 @@ class Scrubber:
         tuples: the instance's token and key, the process's secrets)."""
         if len(self._plans) > MAX_REDACTORS * 8:
             self._plans.clear()
-        keys = tuple(s for s in dict.fromkeys(secrets) if s)
-        plan = self._plans[secrets] = _Plan(
-            keys=tuple((k, redact.probe_forms(k)) for k in keys),
-            probes=tuple(p for k in keys for p in redact.probe_forms(k)),
-            exact=max((len(p) for k in keys for p in redact.probe_forms(k)), default=0),
-            loose=max(map(redact.reach, keys), default=0))
+        keys = tuple((s, redact.probe_forms(s)) for s in dict.fromkeys(secrets) if s)
+        probes = tuple(p for _, forms in keys for p in forms)
+        plan = self._plans[secrets] = _Plan(keys=keys, probes=probes, exact=max(map(len, probes), default=0),
+                                            loose=max((redact.reach(s) for s, _ in keys), default=0))
         return plan
 
     def _redactor(self, secret: str) -> redact.Redactor:
