@@ -289,16 +289,20 @@ def summarize(rows: list[dict]) -> list[dict]:
 def paired(rows: list[dict], stream: bool, code: str, key: str) -> list[float]:
     """On against off of `code` on the zero-delay stub, round by round (on/off - 1): the two ran minutes apart at
     most, so the machine's other load, which moves each figure by more than recording does, mostly cancels."""
+    return [on / off - 1 for off, on in _rounds(rows, stream, code, key) if off]
+
+
+def _rounds(rows: list[dict], stream: bool, code: str, key: str) -> list[tuple]:
+    """`key` of `code` off and on on the zero-delay stub, (off, on) per round that has both runs."""
     mine = [r for r in rows if r["stub"] == "zero" and r["stream"] == stream]
-    off = {r["round"]: r[key] for r in mine if r["target"] == f"{code}-off"}
-    return [r[key] / off[r["round"]] - 1 for r in mine if r["target"] == f"{code}-on" and off.get(r["round"])]
+    off = {r["round"]: r.get(key) for r in mine if r["target"] == f"{code}-off"}
+    return [(off[r["round"]], r.get(key)) for r in mine if r["target"] == f"{code}-on" and r["round"] in off]
 
 
 def _steal(rows: list[dict], stream: bool, code: str) -> str:
     """The hypervisor's steal in each round's off and on runs (rows from before it was measured have none)."""
-    mine = [r for r in rows if r["stub"] == "zero" and r["stream"] == stream and r.get("steal_pct") is not None]
-    off = {r["round"]: r["steal_pct"] for r in mine if r["target"] == f"{code}-off"}
-    pairs = [f"{off[r['round']]:.0f}/{r['steal_pct']:.0f}" for r in mine if r["target"] == f"{code}-on" and r["round"] in off]
+    pairs = [f"{off:.0f}/{on:.0f}" for off, on in _rounds(rows, stream, code, "steal_pct")
+             if off is not None and on is not None]
     return f"; the CPU time the host took (steal, % off/on, each round): {', '.join(pairs)}" if pairs else ""
 
 
